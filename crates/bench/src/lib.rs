@@ -1,0 +1,9 @@
+//! wirespeed's experiments, each a function returning a typed result that
+//! renders as one JSON object (`--json`) or a human-readable table.
+//!
+//! Rules every scenario follows (DESIGN.md §4): comparisons are measured in
+//! one run, interleaved (A B A B …), and reported as medians and ratios; the
+//! physical limit of a run, its wire time, is reported beside elapsed time.
+
+pub mod stats;
+pub mod table;

@@ -1,0 +1,35 @@
+//! The `wirespeed` command: benchmarks on the lab, lab tools, the demo.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod bench_cmd;
+
+/// wirespeed: low-latency peripheral I/O for Linux, run on the emulated lab.
+#[derive(Debug, Parser)]
+#[command(name = "wirespeed", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run one experiment on the lab and print a table (or JSON with --json).
+    #[command(subcommand)]
+    Bench(bench_cmd::BenchCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bench(b) => bench_cmd::run(b),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("wirespeed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

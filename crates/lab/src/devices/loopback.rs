@@ -1,0 +1,59 @@
+//! A loopback device: MISO wired to MOSI, so every word comes back as sent.
+
+use crate::spi::SpiDeviceModel;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use wirespeed_time::Instant;
+
+#[derive(Debug, Default)]
+struct Counters {
+    words: AtomicU64,
+    selects: AtomicU64,
+    stuck: AtomicU64,
+}
+
+/// MISO = MOSI. Backdoor: word and CS counts; a "MISO stuck" fault.
+#[derive(Clone, Debug, Default)]
+pub struct Loopback {
+    counters: Arc<Counters>,
+}
+
+impl Loopback {
+    /// A new loopback device.
+    pub fn new() -> Loopback {
+        Loopback::default()
+    }
+    /// Backdoor: words exchanged so far.
+    pub fn words(&self) -> u64 {
+        self.counters.words.load(Ordering::Relaxed)
+    }
+    /// Backdoor: chip-select assertions so far.
+    pub fn selects(&self) -> u64 {
+        self.counters.selects.load(Ordering::Relaxed)
+    }
+    /// Fault: MISO stuck at `level` (`Some(true)` = all ones), or healthy (`None`).
+    pub fn set_miso_stuck(&self, level: Option<bool>) {
+        let v = match level {
+            None => 0,
+            Some(false) => 1,
+            Some(true) => 2,
+        };
+        self.counters.stuck.store(v, Ordering::Relaxed);
+    }
+}
+
+impl SpiDeviceModel for Loopback {
+    fn chip_select(&mut self, asserted: bool, _at: Instant) {
+        if asserted {
+            self.counters.selects.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    fn exchange(&mut self, mosi: u32, _bits: u8, _at: Instant) -> u32 {
+        self.counters.words.fetch_add(1, Ordering::Relaxed);
+        match self.counters.stuck.load(Ordering::Relaxed) {
+            1 => 0,
+            2 => u32::MAX,
+            _ => mosi,
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Device models that attach to the lab's buses. Each has a bus face (it
+//! implements [`SpiDeviceModel`](crate::spi::SpiDeviceModel)) and a backdoor
+//! for tests: clone the handle before attaching it and keep the clone.
+
+mod loopback;
+mod regfile;
+
+pub use loopback::Loopback;
+pub use regfile::{RegFile, REGFILE_READ, REGFILE_WRITE};

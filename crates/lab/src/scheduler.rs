@@ -1,0 +1,165 @@
+//! The lab's interrupt thread: runs hardware events at their due time.
+//!
+//! A model that knows *when* something will happen (a burst ends, a CAN frame's
+//! EOF passes) schedules a closure for that instant. The thread sleeps until
+//! the earliest one with 1 ns timer slack and runs it; the closure typically
+//! raises an [`IrqLine`](crate::IrqLine) or drives a [`Pin`](crate::Pin),
+//! which wakes the software waiting on it. That wake-up is a real thread
+//! wake-up, as an interrupt is on a real system.
+
+use std::collections::{BinaryHeap, HashMap};
+use std::cmp::Reverse;
+use std::fmt;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+use wirespeed_time::{now, Instant};
+
+type Task = Box<dyn FnOnce(Instant) + Send>;
+
+/// Identifies a scheduled event, for [`Scheduler::cancel`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TimerId(u64);
+
+#[derive(Default)]
+struct State {
+    due: BinaryHeap<Reverse<(Instant, u64)>>,
+    tasks: HashMap<u64, Task>,
+    next_id: u64,
+    shutdown: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+/// Handle to a lab's interrupt thread. Cloning shares the thread; it stops
+/// when the last handle is dropped.
+#[derive(Clone)]
+pub struct Scheduler {
+    shared: Arc<Shared>,
+    _owner: Arc<Owner>,
+}
+
+struct Owner {
+    shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner()).shutdown = true;
+        self.shared.wake.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pending = self.shared.state.lock().map(|s| s.tasks.len()).unwrap_or(0);
+        f.debug_struct("Scheduler").field("pending", &pending).finish()
+    }
+}
+
+impl Scheduler {
+    /// Starts an interrupt thread named `name`.
+    pub fn start(name: &str) -> Scheduler {
+        let shared = Arc::new(Shared { state: Mutex::new(State::default()), wake: Condvar::new() });
+        let worker = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(move || run(&worker))
+            .expect("the lab cannot start its interrupt thread");
+        let owner = Arc::new(Owner { shared: shared.clone(), thread: Some(thread) });
+        Scheduler { shared, _owner: owner }
+    }
+
+    /// Runs `task` on the interrupt thread at `at` (at once if `at` has passed).
+    /// The task receives the instant it actually runs.
+    pub fn schedule(&self, at: Instant, task: impl FnOnce(Instant) + Send + 'static) -> TimerId {
+        let mut st = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        let id = st.next_id;
+        st.next_id += 1;
+        let earliest = st.due.peek().map(|Reverse((t, _))| *t);
+        st.due.push(Reverse((at, id)));
+        st.tasks.insert(id, Box::new(task));
+        drop(st);
+        if earliest.is_none_or(|e| at < e) {
+            self.shared.wake.notify_one();
+        }
+        TimerId(id)
+    }
+
+    /// Cancels a scheduled event; false if it already ran or was cancelled.
+    pub fn cancel(&self, id: TimerId) -> bool {
+        let mut st = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.tasks.remove(&id.0).is_some()
+    }
+}
+
+fn run(shared: &Shared) {
+    // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer argument.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    let mut st = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if st.shutdown {
+            return;
+        }
+        let Some(&Reverse((at, id))) = st.due.peek() else {
+            st = shared.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+            continue;
+        };
+        if !st.tasks.contains_key(&id) {
+            st.due.pop();
+            continue;
+        }
+        let t = now();
+        if t < at {
+            let wait = Duration::from_nanos(at.ns_since(t));
+            st = shared.wake.wait_timeout(st, wait).unwrap_or_else(|e| e.into_inner()).0;
+            continue;
+        }
+        st.due.pop();
+        let task = st.tasks.remove(&id);
+        drop(st);
+        if let Some(task) = task {
+            task(now());
+        }
+        st = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    #[test]
+    fn runs_tasks_in_time_order_never_early() {
+        let s = Scheduler::start("test-irq");
+        let (tx, rx) = mpsc::channel();
+        let base = now();
+        for (i, off_us) in [(0u32, 3_000u64), (1, 1_000), (2, 2_000)] {
+            let tx = tx.clone();
+            let at = base.add_ns(off_us * 1_000);
+            s.schedule(at, move |ran| tx.send((i, at, ran)).unwrap());
+        }
+        let got: Vec<_> = (0..3).map(|_| rx.recv_timeout(Duration::from_secs(5)).unwrap()).collect();
+        assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), vec![1, 2, 0]);
+        for (_, at, ran) in got {
+            assert!(ran >= at, "a lab event ran before its time");
+        }
+    }
+
+    #[test]
+    fn cancelled_task_never_runs() {
+        let s = Scheduler::start("test-irq");
+        let (tx, rx) = mpsc::channel::<()>();
+        let id = s.schedule(now().add_ns(20_000_000), move |_| tx.send(()).unwrap());
+        assert!(s.cancel(id));
+        assert!(!s.cancel(id));
+        assert!(rx.recv_timeout(Duration::from_millis(60)).is_err());
+    }
+}

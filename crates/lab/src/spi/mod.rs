@@ -1,0 +1,196 @@
+//! The lab's SPI controller block ("WSPI") and the bus face of SPI device models.
+//!
+//! Software reaches the block only through 32-bit register reads and writes
+//! ([`SpiController::read`], [`SpiController::write`]; the map is in [`regs`])
+//! and its interrupt line ([`SpiController::irq`]). Devices attach per native
+//! chip select ([`SpiController::attach`]) or behind a GPIO chip select
+//! ([`SpiController::attach_external_cs`]).
+
+mod model;
+pub mod regs;
+
+use crate::irq::IrqLine;
+use crate::lab::Lab;
+use crate::pin::PinSink;
+use crate::trace::Trace;
+use model::Model;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use wirespeed_time::{spin_for_ns, Instant};
+
+/// The bus face of an SPI device model: what a chip sees on its pins.
+pub trait SpiDeviceModel: Send {
+    /// Chip select went active (`true`) or inactive at `at`.
+    fn chip_select(&mut self, asserted: bool, at: Instant);
+    /// One word of `bits` bits shifted, starting at `at`: the device receives
+    /// `mosi` and returns what it drove on MISO during the same clocks.
+    fn exchange(&mut self, mosi: u32, bits: u8, at: Instant) -> u32;
+}
+
+/// Static properties of a controller block.
+#[derive(Clone, Debug)]
+pub struct SpiControllerConfig {
+    /// Name, for traces and errors.
+    pub name: &'static str,
+    /// TX and RX FIFO depth in bytes (each).
+    pub fifo_bytes: u32,
+    /// Native chip-select lines.
+    pub num_cs: u8,
+    /// Input clock; SCLK = this / CLKDIV.
+    pub base_clock_hz: u64,
+    /// Time from `PWR.ON` to `STATUS.READY`, in ns.
+    pub power_up_ns: u64,
+}
+
+impl Default for SpiControllerConfig {
+    fn default() -> Self {
+        SpiControllerConfig {
+            name: "spi0",
+            fifo_bytes: 64,
+            num_cs: 4,
+            base_clock_hz: 200_000_000,
+            power_up_ns: 20_000,
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    model: Mutex<Model>,
+    irq: IrqLine,
+    latency_ns: u64,
+    config: SpiControllerConfig,
+}
+
+/// Handle to one SPI controller block. Clones share the block.
+#[derive(Clone)]
+pub struct SpiController {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for SpiController {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SpiController").field("config", &self.shared.config).finish()
+    }
+}
+
+impl SpiController {
+    pub(crate) fn new(lab: &Lab, config: SpiControllerConfig) -> SpiController {
+        let irq = IrqLine::new(config.name);
+        let shared = Arc::new_cyclic(|weak: &Weak<Shared>| Shared {
+            model: Mutex::new(Model::new(&config, lab, weak.clone())),
+            irq: irq.clone(),
+            latency_ns: lab.config().reg_access_latency_ns,
+            config: config.clone(),
+        });
+        SpiController { shared }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Model> {
+        self.shared.model.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The block's static configuration.
+    pub fn config(&self) -> &SpiControllerConfig {
+        &self.shared.config
+    }
+
+    /// Reads a register (see [`regs`]).
+    #[inline]
+    pub fn read(&self, reg: u32) -> u32 {
+        spin_for_ns(self.shared.latency_ns);
+        let mut m = self.lock();
+        let v = m.read(reg);
+        m.update_irq(&self.shared.irq);
+        v
+    }
+
+    /// Writes a register (see [`regs`]).
+    #[inline]
+    pub fn write(&self, reg: u32, value: u32) {
+        spin_for_ns(self.shared.latency_ns);
+        let mut m = self.lock();
+        m.write(reg, value);
+        m.update_irq(&self.shared.irq);
+    }
+
+    /// Pushes several words into `TXDATA`: the same as that many writes, each
+    /// paying the register-access latency, under one lock of the model.
+    pub fn write_fifo(&self, words: &[u32]) {
+        let mut m = self.lock();
+        for &w in words {
+            spin_for_ns(self.shared.latency_ns);
+            m.write(regs::TXDATA, w);
+        }
+        m.update_irq(&self.shared.irq);
+    }
+
+    /// The block's interrupt line.
+    pub fn irq(&self) -> &IrqLine {
+        &self.shared.irq
+    }
+
+    /// Attaches a device model to native chip select `cs`, replacing any.
+    ///
+    /// # Panics
+    /// If `cs` is not below the block's `num_cs` (a wiring error in a test bench).
+    pub fn attach(&self, cs: u8, device: impl SpiDeviceModel + 'static) {
+        assert!(cs < self.shared.config.num_cs, "{} has {} chip selects", self.shared.config.name, self.shared.config.num_cs);
+        self.lock().attach(cs, Box::new(device));
+    }
+
+    /// Attaches a device whose chip select is driven from outside the block
+    /// (a GPIO line). Returns the device's CS input: drive it low to select.
+    pub fn attach_external_cs(&self, device: impl SpiDeviceModel + 'static) -> Arc<dyn PinSink> {
+        let index = self.lock().attach_external(Box::new(device));
+        Arc::new(ExternalCs { block: Arc::downgrade(&self.shared), index })
+    }
+
+    /// Starts recording a bus trace with room for `capacity` events (clears the old one).
+    pub fn trace_start(&self, capacity: usize) {
+        self.lock().trace.enable(capacity);
+    }
+
+    /// Stops recording the bus trace.
+    pub fn trace_stop(&self) {
+        self.lock().trace.disable();
+    }
+
+    /// Takes what the trace recorded so far.
+    pub fn trace_take(&self) -> Trace {
+        self.lock().trace.take()
+    }
+
+    /// Backdoor: whether the block is powered and ready now.
+    pub fn is_ready(&self) -> bool {
+        self.lock().read(regs::STATUS) & regs::STATUS_READY != 0
+    }
+
+    /// Backdoor: number of power-ups since creation (idle teardown undone).
+    pub fn power_ups(&self) -> u64 {
+        self.lock().power_ups
+    }
+}
+
+/// A GPIO-driven chip-select input of an externally selected device.
+struct ExternalCs {
+    block: Weak<Shared>,
+    index: usize,
+}
+
+impl PinSink for ExternalCs {
+    fn drive(&self, high: bool, at: Instant) {
+        if let Some(shared) = self.block.upgrade() {
+            let mut m = shared.model.lock().unwrap_or_else(|e| e.into_inner());
+            m.external_cs(self.index, !high, at);
+            m.update_irq(&shared.irq);
+        }
+    }
+}
+
+pub(crate) fn fire_irq_check(block: &Weak<Shared>) {
+    if let Some(shared) = block.upgrade() {
+        let mut m = shared.model.lock().unwrap_or_else(|e| e.into_inner());
+        m.timer_fired();
+        m.update_irq(&shared.irq);
+    }
+}

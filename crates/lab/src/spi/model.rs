@@ -1,0 +1,429 @@
+//! The WSPI block's state, computed lazily from timestamps.
+//!
+//! The shifter is never "run": each register access first [`Model::advance`]s
+//! the model to the access's instant, working out which words have started and
+//! finished since the last access (word k starts at the latest of: the end of
+//! word k−1, the instant it was pushed, and the instant the RX FIFO had room
+//! for it) and handing finished words to the selected device.
+
+use super::regs::*;
+use super::{SpiControllerConfig, SpiDeviceModel};
+use crate::irq::IrqLine;
+use crate::lab::Lab;
+use crate::scheduler::{Scheduler, TimerId};
+use crate::trace::{Recorder, TraceEvent, GPIO_CS_BASE};
+use std::collections::VecDeque;
+use std::sync::Weak;
+use wirespeed_time::{now, Instant};
+
+struct Burst {
+    len: u32,
+    bits: u8,
+    word_ns: u64,
+    scheduled: u32,
+    done: u32,
+    last_end: Instant,
+    /// Set when a word could not be scheduled because the RX FIFO was full;
+    /// the next word then cannot start before the pop that made room.
+    rx_stalled: bool,
+}
+
+struct InFlight {
+    mosi: u32,
+    start: Instant,
+    end: Instant,
+}
+
+struct External {
+    device: Box<dyn SpiDeviceModel>,
+    selected: bool,
+}
+
+pub(super) struct Model {
+    fifo_bytes: u32,
+    base_clock_hz: u64,
+    power_up_ns: u64,
+    instant_wire: bool,
+    ctrl: u32,
+    clkdiv: u32,
+    cs: u32,
+    xferlen: u32,
+    irqen: u32,
+    rxthr: u32,
+    powered: bool,
+    ready_at: Instant,
+    done_flag: bool,
+    err: bool,
+    burst: Option<Burst>,
+    tx: VecDeque<(u32, Instant)>,
+    inflight: VecDeque<InFlight>,
+    rx: VecDeque<u32>,
+    popped_in_burst: u32,
+    devices: Vec<Option<Box<dyn SpiDeviceModel>>>,
+    external: Vec<External>,
+    pub(super) trace: Recorder,
+    pub(super) power_ups: u64,
+    scheduler: Scheduler,
+    block: Weak<super::Shared>,
+    timer: Option<(TimerId, Instant)>,
+}
+
+fn bits_of(ctrl: u32) -> u8 {
+    (((ctrl >> CTRL_BPW_SHIFT) & CTRL_BPW_MASK) + 1) as u8
+}
+
+impl Model {
+    pub(super) fn new(cfg: &SpiControllerConfig, lab: &Lab, block: Weak<super::Shared>) -> Model {
+        Model {
+            fifo_bytes: cfg.fifo_bytes,
+            base_clock_hz: cfg.base_clock_hz,
+            power_up_ns: cfg.power_up_ns,
+            instant_wire: lab.config().instant_wire,
+            ctrl: 7 << CTRL_BPW_SHIFT,
+            clkdiv: 2,
+            cs: 0,
+            xferlen: 1,
+            irqen: 0,
+            rxthr: 1,
+            powered: true,
+            ready_at: Instant::ZERO,
+            done_flag: false,
+            err: false,
+            burst: None,
+            tx: VecDeque::with_capacity(cfg.fifo_bytes as usize),
+            inflight: VecDeque::with_capacity(cfg.fifo_bytes as usize),
+            rx: VecDeque::with_capacity(cfg.fifo_bytes as usize),
+            popped_in_burst: 0,
+            devices: (0..cfg.num_cs).map(|_| None).collect(),
+            external: Vec::new(),
+            trace: Recorder::default(),
+            power_ups: 0,
+            scheduler: lab.scheduler().clone(),
+            block,
+            timer: None,
+        }
+    }
+
+    pub(super) fn attach(&mut self, cs: u8, device: Box<dyn SpiDeviceModel>) {
+        self.devices[cs as usize] = Some(device);
+    }
+
+    pub(super) fn attach_external(&mut self, device: Box<dyn SpiDeviceModel>) -> usize {
+        self.external.push(External { device, selected: false });
+        self.external.len() - 1
+    }
+
+    fn depth_words(&self, bits: u8) -> u32 {
+        self.fifo_bytes / u32::from(bits.div_ceil(8)).next_power_of_two()
+    }
+
+    fn current_depth(&self) -> u32 {
+        self.depth_words(self.burst.as_ref().map_or(bits_of(self.ctrl), |b| b.bits))
+    }
+
+    fn native_selected(&self) -> Option<usize> {
+        (self.cs & CS_ASSERT != 0).then_some((self.cs & CS_LINE_MASK) as usize)
+    }
+
+    /// Works out everything that happened on the wire up to `t`.
+    pub(super) fn advance(&mut self, t: Instant) {
+        let depth = self.current_depth();
+        let Some(b) = self.burst.as_mut() else { return };
+        loop {
+            while let Some(f) = self.inflight.front() {
+                if f.end > t {
+                    break;
+                }
+                let f = self.inflight.pop_front().expect("front exists");
+                let native = self.cs & CS_ASSERT != 0;
+                let line = (self.cs & CS_LINE_MASK) as usize;
+                let mut miso = u32::MAX >> (32 - u32::from(b.bits));
+                let mut answered = false;
+                if native {
+                    if let Some(Some(d)) = self.devices.get_mut(line) {
+                        miso = d.exchange(f.mosi, b.bits, f.start);
+                        answered = true;
+                    }
+                }
+                for e in self.external.iter_mut().filter(|e| e.selected) {
+                    let m = e.device.exchange(f.mosi, b.bits, f.start);
+                    if !answered {
+                        miso = m;
+                        answered = true;
+                    }
+                }
+                miso &= u32::MAX >> (32 - u32::from(b.bits));
+                self.trace.record(TraceEvent::Word { start: f.start, end: f.end, bits: b.bits, mosi: f.mosi, miso });
+                self.rx.push_back(miso);
+                b.done += 1;
+                if b.done == b.len {
+                    self.done_flag = true;
+                }
+            }
+            if b.scheduled == b.len || self.tx.is_empty() {
+                break;
+            }
+            if b.scheduled - self.popped_in_burst >= depth {
+                b.rx_stalled = true;
+                break;
+            }
+            let (mosi, pushed) = self.tx.pop_front().expect("tx not empty");
+            let mut start = b.last_end.max(pushed);
+            if b.rx_stalled {
+                start = start.max(t);
+                b.rx_stalled = false;
+            }
+            let end = start.add_ns(b.word_ns);
+            self.inflight.push_back(InFlight { mosi, start, end });
+            b.last_end = end;
+            b.scheduled += 1;
+        }
+        if b.done == b.len {
+            self.burst = None;
+        }
+    }
+
+    /// When word `k` of the running burst will end if software does nothing more.
+    fn predicted_end(&self, k: u32) -> Option<Instant> {
+        let b = self.burst.as_ref()?;
+        if k >= b.len {
+            return None;
+        }
+        if k < b.scheduled {
+            let idx = (k - b.done) as usize;
+            return self.inflight.get(idx).map(|f| f.end);
+        }
+        let depth = self.current_depth();
+        let mut last = b.last_end;
+        for (scheduled, &(_, pushed)) in (b.scheduled..).zip(self.tx.iter()) {
+            if scheduled - self.popped_in_burst >= depth || b.rx_stalled {
+                return None;
+            }
+            last = last.max(pushed).add_ns(b.word_ns);
+            if scheduled == k {
+                return Some(last);
+            }
+        }
+        None
+    }
+
+    fn status(&self, t: Instant) -> u32 {
+        let mut s = 0;
+        if self.burst.is_some() {
+            s |= STATUS_BUSY;
+        }
+        if self.done_flag {
+            s |= STATUS_DONE;
+        }
+        if self.powered && t >= self.ready_at {
+            s |= STATUS_READY;
+        }
+        if self.err {
+            s |= STATUS_ERR;
+        }
+        s | (self.tx.len() as u32) << STATUS_TXLVL_SHIFT | (self.rx.len() as u32) << STATUS_RXLVL_SHIFT
+    }
+
+    fn irq_pending(&self) -> u32 {
+        let mut p = 0;
+        if self.done_flag {
+            p |= IRQ_DONE;
+        }
+        if self.rx.len() as u32 >= self.rxthr.max(1) {
+            p |= IRQ_RXTH;
+        }
+        p
+    }
+
+    pub(super) fn read(&mut self, reg: u32) -> u32 {
+        match reg {
+            STATUS => {
+                let t = now();
+                self.advance(t);
+                self.status(t)
+            }
+            RXDATA => {
+                let t = now();
+                self.advance(t);
+                match self.rx.pop_front() {
+                    Some(w) => {
+                        self.popped_in_burst += 1;
+                        self.advance(t);
+                        w
+                    }
+                    None => {
+                        self.err = true;
+                        0
+                    }
+                }
+            }
+            IRQSTAT => {
+                self.advance(now());
+                self.irq_pending()
+            }
+            CTRL => self.ctrl,
+            CLKDIV => self.clkdiv,
+            CS => self.cs,
+            XFERLEN => self.xferlen,
+            IRQEN => self.irqen,
+            RXTHR => self.rxthr,
+            PWR => u32::from(self.powered),
+            ID => ID_VALUE,
+            FIFOSIZE => self.fifo_bytes,
+            BASECLK => self.base_clock_hz.min(u64::from(u32::MAX)) as u32,
+            _ => 0,
+        }
+    }
+
+    pub(super) fn write(&mut self, reg: u32, v: u32) {
+        match reg {
+            TXDATA => {
+                // Pushes before a burst starts need no timestamp: they wait for START.
+                let t = if self.burst.is_some() { now() } else { Instant::ZERO };
+                if self.burst.is_some() {
+                    self.advance(t);
+                }
+                if self.tx.len() as u32 >= self.current_depth() {
+                    self.err = true;
+                } else {
+                    self.tx.push_back((v, t));
+                    if self.burst.is_some() {
+                        self.advance(t);
+                    }
+                }
+            }
+            START if v & START_GO != 0 => self.start(),
+            CS => {
+                let t = now();
+                self.advance(t);
+                let old = self.native_selected();
+                self.cs = v & (CS_LINE_MASK | CS_ASSERT);
+                let new = self.native_selected();
+                if old != new {
+                    if let Some(l) = old {
+                        self.native_cs_edge(l, false, t);
+                    }
+                    if let Some(l) = new {
+                        self.native_cs_edge(l, true, t);
+                    }
+                }
+            }
+            CTRL => self.ctrl = v,
+            CLKDIV => self.clkdiv = v,
+            XFERLEN => self.xferlen = v & 0xFF_FFFF,
+            IRQEN => self.irqen = v & (IRQ_DONE | IRQ_RXTH),
+            IRQSTAT if v & IRQ_DONE != 0 => self.done_flag = false,
+            RXTHR => self.rxthr = v.max(1),
+            PWR => {
+                let on = v & PWR_ON != 0;
+                if on && !self.powered {
+                    self.ready_at = now().add_ns(self.power_up_ns);
+                    self.power_ups += 1;
+                }
+                self.powered = on;
+            }
+            RESET if v & 1 != 0 => {
+                self.burst = None;
+                self.tx.clear();
+                self.inflight.clear();
+                self.rx.clear();
+                self.err = false;
+                self.done_flag = false;
+            }
+            _ => {}
+        }
+    }
+
+    fn native_cs_edge(&mut self, line: usize, asserted: bool, t: Instant) {
+        if let Some(Some(d)) = self.devices.get_mut(line) {
+            d.chip_select(asserted, t);
+        }
+        self.trace.record(TraceEvent::Cs { line: line as u8, asserted, at: t });
+    }
+
+    pub(super) fn external_cs(&mut self, index: usize, asserted: bool, t: Instant) {
+        self.advance(t);
+        let e = &mut self.external[index];
+        if e.selected != asserted {
+            e.selected = asserted;
+            e.device.chip_select(asserted, t);
+            self.trace.record(TraceEvent::Cs { line: GPIO_CS_BASE + index as u8, asserted, at: t });
+        }
+    }
+
+    fn start(&mut self) {
+        let t = now();
+        self.advance(t);
+        if self.burst.is_some() || !self.powered || t < self.ready_at || self.xferlen == 0 {
+            self.err = true;
+            return;
+        }
+        let bits = bits_of(self.ctrl);
+        let hz = self.base_clock_hz / u64::from(self.clkdiv.max(2));
+        let word_ns = if self.instant_wire { 0 } else { (u64::from(bits) * 1_000_000_000).div_ceil(hz) };
+        self.done_flag = false;
+        self.popped_in_burst = 0;
+        self.rx.clear();
+        self.burst = Some(Burst {
+            len: self.xferlen,
+            bits,
+            word_ns,
+            scheduled: 0,
+            done: 0,
+            last_end: t,
+            rx_stalled: false,
+        });
+        self.advance(t);
+    }
+
+    pub(super) fn timer_fired(&mut self) {
+        self.timer = None;
+        self.advance(now());
+    }
+
+    /// Drives the IRQ line from the current state, and arranges for the
+    /// interrupt thread to look again when an enabled source will next fire.
+    pub(super) fn update_irq(&mut self, line: &IrqLine) {
+        if self.irqen == 0 {
+            if line.is_raised() {
+                line.lower();
+            }
+            return;
+        }
+        if self.irq_pending() & self.irqen != 0 {
+            line.raise();
+            return;
+        }
+        if line.is_raised() {
+            line.lower();
+        }
+        let mut due: Option<Instant> = None;
+        if let Some(b) = &self.burst {
+            if self.irqen & IRQ_DONE != 0 {
+                due = self.predicted_end(b.len - 1);
+            }
+            if self.irqen & IRQ_RXTH != 0 {
+                let k = self.popped_in_burst + self.rxthr.max(1) - 1;
+                if let Some(e) = self.predicted_end(k.min(b.len - 1)) {
+                    due = Some(due.map_or(e, |d| d.min(e)));
+                }
+            }
+        }
+        match (due, self.timer) {
+            (Some(d), Some((_, at))) if at == d => {}
+            (Some(d), old) => {
+                if let Some((id, _)) = old {
+                    self.scheduler.cancel(id);
+                }
+                let block = self.block.clone();
+                let id = self.scheduler.schedule(d, move |_| super::fire_irq_check(&block));
+                self.timer = Some((id, d));
+            }
+            (None, Some((id, _))) => {
+                self.scheduler.cancel(id);
+                self.timer = None;
+            }
+            (None, None) => {}
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! wirespeed: low-latency peripheral I/O for Linux.
+//!
+//! One API, and the software between transfers costs close to nothing: the
+//! core picks the fast way by itself, drivers don't have to know the system.
+//!
+//! - [`time`]: monotonic clock, deadlines, precise delays.
+//! - [`spi`]: the SPI core — buses, devices, messages, policies.
+//!
+//! Backends: the emulated lab (feature `lab`, the default) and Linux (feature `linux`).
+
+pub use wirespeed_time as time;
+
+pub mod spi;
