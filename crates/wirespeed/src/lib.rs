@@ -10,4 +10,5 @@
 
 pub use wirespeed_time as time;
 
+pub mod backend;
 pub mod spi;
