@@ -12,8 +12,13 @@
 //! the process was made realtime with `--realtime`), then, where the kernel
 //! permits, `fifo` at SCHED_FIFO. Within a pass the tests are interleaved in
 //! chunks of [`CHUNK`] iterations (A×64 B×64 … A×64 …) so that drift and
-//! other tenants' load spread over all of them alike; the thread's CPU time is
-//! read around each chunk, outside the timed windows.
+//! other tenants' load spread over all of them alike; each chunk starts with
+//! one untimed run (warm caches, as in the seed's back-to-back runs); the
+//! thread's CPU time is read around each chunk, outside the timed windows.
+//!
+//! With `--realtime` the process-wide steps (memory locking, timer slack,
+//! `/dev/cpu_dma_latency`) apply to both passes: the `normal` pass then shows
+//! SCHED_OTHER with 1 ns slack and shallow idle states.
 //!
 //! ```no_run
 //! use wirespeed_bench::delay::{run, DelayOptions};
@@ -208,6 +213,10 @@ fn run_pass(iterations: usize) -> PassReport {
     while done < iterations {
         let n = CHUNK.min(iterations - done);
         for (i, (t, _, _)) in TESTS.iter().enumerate() {
+            // One untimed run first: the previous chunk ran other code, so
+            // the first run would measure cold caches, not the operation
+            // (seed 004 ran each test 16k times in a row, always warm).
+            t.run();
             let c0 = thread_cpu_ns();
             let w0 = now();
             for _ in 0..n {

@@ -163,6 +163,12 @@ fn sleep_then_spin(target: Instant, remaining: u64) {
     // Measuring the margin (the first time) takes a while: read the clock again.
     let remaining = target.ns_since(now());
     if remaining < margin.saturating_add(MIN_SLEEP_NS) {
+        if remaining >= 4 * MIN_SLEEP_NS {
+            // The margin keeps waits of this length from ever sleeping, so no
+            // sleep would correct it: let it drift down. (Not for tiny waits,
+            // which a threshold set near zero sends here too.)
+            wake_margin::observe_skipped(class, bucket);
+        }
         return;
     }
     let wake_at = Instant::from_ns(target.as_ns() - margin);
@@ -173,18 +179,20 @@ fn sleep_then_spin(target: Instant, remaining: u64) {
                 return;
             }
             // A signal: sleep again if it is still worth it, else spin.
-            Err(()) => {
+            Err(libc::EINTR) => {
                 if wake_at.ns_since(now()) < MIN_SLEEP_NS {
                     return;
                 }
             }
+            // Cannot happen with a valid timespec; spin the rest regardless.
+            Err(_) => return,
         }
     }
 }
 
 /// `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, at)`; the instant it
-/// returned, or `Err` if a signal interrupted it.
-pub(crate) fn sleep_until(at: Instant) -> Result<Instant, ()> {
+/// returned, or the error number (`EINTR`: a signal interrupted it).
+pub(crate) fn sleep_until(at: Instant) -> Result<Instant, i32> {
     let ns = at.as_ns();
     let ts = libc::timespec {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
@@ -198,7 +206,7 @@ pub(crate) fn sleep_until(at: Instant) -> Result<Instant, ()> {
     if rc == 0 {
         Ok(now())
     } else {
-        Err(())
+        Err(rc)
     }
 }
 

@@ -15,9 +15,12 @@
 //!
 //! So the library keeps one margin per (class, wait-length bucket), each a
 //! lock-free atomic. A margin is measured on first use (a few sleeps of the
-//! bucket's typical length, keeping the second-largest overshoot), then
+//! bucket's typical length, keeping the upper quartile of the overshoot), then
 //! follows every sleep the delays take: a streaming estimate of the 95th
-//! percentile of the overshoot, to which a guard of one eighth is added.
+//! percentile of the overshoot, to which a guard of one eighth is added. A
+//! delay that does not sleep because the margin exceeds its wait lowers the
+//! estimate by one step, so a margin measured during a burst of load comes
+//! back down instead of turning every delay into a spin.
 //! For waits of 500 µs and more, the margin used is at most a fifth of the
 //! wait, so a long delay spends at most about a fifth of its time spinning
 //! even when the machine is so loaded that wake-ups come very late. Never
@@ -137,7 +140,8 @@ pub(crate) fn margin_ns(class: Class, wait_ns: u64) -> u64 {
 }
 
 /// Measures the overshoot of sleeps of the bucket's typical length on the
-/// calling thread; keeps the second-largest (robust to one outlier).
+/// calling thread; keeps the upper quartile (robust to a burst of load: the
+/// streaming estimate raises it quickly if it is too low).
 fn measure(bucket: Bucket) -> u64 {
     let (len, n) = bucket.probe();
     let mut over = [0u64; 16];
@@ -153,11 +157,7 @@ fn measure(bucket: Bucket) -> u64 {
     }
     let over = &mut over[..got];
     over.sort_unstable();
-    let m = match got {
-        0 => MAX_MARGIN_NS / 20,
-        1 => over[0],
-        _ => over[got - 2],
-    };
+    let m = if got == 0 { MAX_MARGIN_NS / 20 } else { over[got * 3 / 4] };
     m.clamp(MIN_MARGIN_NS, MAX_MARGIN_NS)
 }
 
@@ -172,6 +172,15 @@ pub(crate) fn observe(class: Class, bucket: Bucket, overshoot_ns: u64) {
         return;
     }
     s.store(next_estimate(m, overshoot_ns), Ordering::Relaxed);
+}
+
+/// A delay did not sleep because the margin exceeded its wait: one step down.
+pub(crate) fn observe_skipped(class: Class, bucket: Bucket) {
+    let s = slot(class, bucket);
+    let m = s.load(Ordering::Relaxed);
+    if m != UNKNOWN {
+        s.store(next_estimate(m, 0), Ordering::Relaxed);
+    }
 }
 
 /// One step of the streaming quantile estimate (steps of 1/512 of it).
