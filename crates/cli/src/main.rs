@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod bench_cmd;
+mod realtime_flag;
 
 /// wirespeed: low-latency peripheral I/O for Linux, run on the emulated lab.
 #[derive(Debug, Parser)]
