@@ -149,7 +149,7 @@ impl LineSettings {
         if self.debounce.as_micros() > u128::from(u32::MAX) {
             return Err(GpioError::invalid("debounce", format!("{:?}", self.debounce), "0 to 4294967295 µs"));
         }
-        if self.debounce.subsec_nanos() % 1_000 != 0 {
+        if self.debounce.subsec_micros() * 1_000 != self.debounce.subsec_nanos() {
             return Err(GpioError::invalid("debounce", format!("{:?}", self.debounce), "whole microseconds"));
         }
         Ok(())
