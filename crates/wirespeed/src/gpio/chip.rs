@@ -32,6 +32,8 @@ impl ChipCore {
         self.requests.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    #[cold]
+    #[inline(never)]
     pub(crate) fn gone_error(&self) -> GpioError {
         GpioError::ChipGone { chip: self.name.clone() }
     }

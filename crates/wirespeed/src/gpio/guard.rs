@@ -280,6 +280,12 @@ impl AccessGuard for Unguarded {
     fn exit(_slot: &Slot, _st: &RemovalState) {}
 }
 
+/// Whether this process has the asymmetric fence (membarrier), i.e. whether
+/// [`Revocable`] costs a compiler barrier (true) or a full fence (false).
+pub fn asymmetric_fence_available() -> bool {
+    asym::light_is_enough()
+}
+
 /// The asymmetric fence pair.
 mod asym {
     #[cfg(loom)]

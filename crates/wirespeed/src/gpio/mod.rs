@@ -50,6 +50,6 @@ pub use backend::{ChipBackend, ChipInfo, EdgeEvent, EdgeKind, LineInfo, RequestB
 pub use chip::{Chip, RemovalHandle};
 pub use config::{Bias, Direction, Drive, Edge, LineConfig, LineSettings, RequestConfig, MAX_CONSUMER, MAX_LINES};
 pub use error::GpioError;
-pub use guard::{AccessGuard, Interlock, Revocable, SoundGuard, Unguarded};
+pub use guard::{asymmetric_fence_available, AccessGuard, Interlock, Revocable, SoundGuard, Unguarded};
 pub use irq::{WaitMode, WaitStats, DEFAULT_WAKE_COST_NS};
 pub use request::LineRequest;

@@ -93,7 +93,7 @@ impl<G: AccessGuard> LineRequest<G> {
         &self.offsets
     }
 
-    #[inline]
+    #[inline(always)]
     fn index_of(&self, offset: u32) -> Result<u32, GpioError> {
         match self.offsets.iter().position(|&o| o == offset) {
             Some(i) => Ok(i as u32),
@@ -115,14 +115,14 @@ impl<G: AccessGuard> LineRequest<G> {
     }
 
     /// Sets one line's logical value.
-    #[inline]
+    #[inline(always)]
     pub fn set_value(&self, offset: u32, value: bool) -> Result<(), GpioError> {
         let i = self.index_of(offset)?;
         self.access(|b| b.set_values(1 << i, u64::from(value) << i))
     }
 
     /// Reads one line's logical value.
-    #[inline]
+    #[inline(always)]
     pub fn value(&self, offset: u32) -> Result<bool, GpioError> {
         let i = self.index_of(offset)?;
         self.access(|b| b.get_values(1 << i)).map(|v| v & (1 << i) != 0)
