@@ -43,7 +43,7 @@ mod irq;
 mod loom_model;
 mod request;
 mod sync;
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(loom), feature = "lab"))]
 mod tests;
 
 pub use backend::{ChipBackend, ChipInfo, EdgeEvent, EdgeKind, LineInfo, RequestBackend};
