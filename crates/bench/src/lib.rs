@@ -6,5 +6,6 @@
 //! physical limit of a run, its wire time, is reported beside elapsed time.
 
 pub mod delay;
+pub mod gpio;
 pub mod stats;
 pub mod table;

@@ -21,6 +21,26 @@ pub enum BenchCommand {
         #[command(flatten)]
         realtime: RealtimeArgs,
     },
+    /// E3: cost of removal safety on GPIO toggles (none / interlock / wirespeed).
+    Gpio {
+        /// High/low cycles per pass.
+        #[arg(long, default_value_t = 1_000_000)]
+        toggles: u64,
+        /// Passes (each runs all three guards, interleaved).
+        #[arg(long, default_value_t = 10)]
+        passes: u32,
+        /// Slices each pass is cut into, interleaved across guards.
+        #[arg(long, default_value_t = 50)]
+        slices: u32,
+        /// Do not attach the edge-counting probe to the toggled pad.
+        #[arg(long)]
+        no_probe: bool,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        realtime: RealtimeArgs,
+    },
 }
 
 /// Runs one experiment and prints its report.
@@ -28,13 +48,23 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
     match cmd {
         BenchCommand::Delay { iterations, json, realtime } => {
             realtime.apply();
-            let report = delay_bench::run(&DelayOptions { iterations, ..DelayOptions::default() })?;
-            if json {
-                println!("{}", report.to_json());
-            } else {
-                print!("{}", report.table());
-            }
-            Ok(())
+            let r = delay_bench::run(&DelayOptions { iterations, ..DelayOptions::default() })?;
+            print_report(json, r.to_json(), || r.table());
         }
+        BenchCommand::Gpio { toggles, passes, slices, no_probe, json, realtime } => {
+            realtime.apply();
+            let opts = wirespeed_bench::gpio::GpioOptions { toggles, passes, slices, probe: !no_probe };
+            let r = wirespeed_bench::gpio::run(&opts)?;
+            print_report(json, r.to_json(), || r.table());
+        }
+    }
+    Ok(())
+}
+
+fn print_report(json: bool, value: serde_json::Value, table: impl FnOnce() -> String) {
+    if json {
+        println!("{value}");
+    } else {
+        print!("{}", table());
     }
 }

@@ -5,10 +5,14 @@
 //!
 //! - [`time`]: monotonic clock, deadlines, precise delays.
 //! - [`spi`]: the SPI core — buses, devices, messages, policies.
+//! - [`gpio`]: GPIO chips and lines, edge events, removal-safe handles.
 //!
 //! Backends: the emulated lab (feature `lab`, the default) and Linux (feature `linux`).
 
 pub use wirespeed_time as time;
 
 pub mod backend;
+pub mod gpio;
+#[cfg(feature = "linux")]
+pub mod linux;
 pub mod spi;

@@ -1,6 +1,5 @@
-//! Backends: where the stack's controller drivers find their hardware.
-//!
-//! - [`lab`] (feature `lab`, the default): drivers for the emulated lab's blocks.
+//! Backends: glue between the stack's traits and what serves them.
+//! The lab glue (feature `lab`, the default) is here; the Linux backends are in `linux`.
 
 #[cfg(feature = "lab")]
 pub mod lab;

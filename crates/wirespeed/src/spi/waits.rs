@@ -6,11 +6,9 @@ use wirespeed_time::{spin_until, Deadline};
 /// Waits until `deadline`; returns at once (one clock read) if it has passed.
 #[inline]
 pub(crate) fn wait_until(deadline: Deadline) {
-    let left = deadline.remaining_ns();
-    if left > 200_000 {
-        std::thread::sleep(std::time::Duration::from_nanos(left - 100_000));
+    if !deadline.is_past() {
+        wirespeed_time::delay_until(deadline);
     }
-    spin_until(deadline);
 }
 
 /// The kernel's `_spi_transfer_delay_ns` as the seed measured it: 0 returns,
