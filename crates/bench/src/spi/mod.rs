@@ -156,10 +156,13 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     for (s, pm) in series.iter().zip(pms.iter_mut()) {
         round(&s.rig, s.style, o.size, 200, pm)?;
     }
-    for _ in 0..o.rounds {
-        for (s, pm) in series.iter_mut().zip(pms.iter_mut()) {
-            let rd = round(&s.rig, s.style, o.size, per_round, pm)?;
-            s.rounds.push(rd);
+    // A B C … then … C B A: each series runs as often early as late in a round.
+    for k in 0..o.rounds {
+        let order: Vec<usize> =
+            if k % 2 == 0 { (0..series.len()).collect() } else { (0..series.len()).rev().collect() };
+        for i in order {
+            let rd = round(&series[i].rig, series[i].style, o.size, per_round, &mut pms[i])?;
+            series[i].rounds.push(rd);
         }
     }
     let classic = series[0].figures(wire_us, traced_cs_figures(&series[0].rig, o.size, o.trace_msgs)?);
