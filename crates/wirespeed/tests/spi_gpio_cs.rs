@@ -2,6 +2,8 @@
 //! `GpioCs`, the line's pad is wired to a device's CS input on the WSPI
 //! block, and the bus trace shows what a scope would.
 
+#![cfg(feature = "lab")]
+
 use std::sync::Arc;
 use wirespeed::backend::lab::{gpio::open, LabSpi};
 use wirespeed::gpio::{Chip, CsPolarity, GpioCs};

@@ -240,7 +240,7 @@ mod tests {
                         start.wait();
                         let mut ok = 0u32;
                         loop {
-                            let want = (ok + t) % 2 == 0;
+                            let want = (ok + t).is_multiple_of(2);
                             let r = {
                                 let line = cs.lock();
                                 line.set_value(0, want).and_then(|()| line.value(0))
