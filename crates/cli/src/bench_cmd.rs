@@ -69,6 +69,12 @@ pub enum BenchCommand {
         /// Do not attach the edge-counting probe to the toggled pad.
         #[arg(long)]
         no_probe: bool,
+        /// spi_gpio_cs: rounds per chip select, native/GPIO interleaved (0 skips it).
+        #[arg(long, default_value_t = wirespeed_bench::gpio::spi_cs::SpiCsOptions::default().rounds)]
+        spi_rounds: u32,
+        /// spi_gpio_cs: back-to-back messages per round.
+        #[arg(long, default_value_t = wirespeed_bench::gpio::spi_cs::SpiCsOptions::default().messages)]
+        spi_messages: u32,
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
@@ -103,9 +109,14 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             let r = delay_bench::run(&DelayOptions { iterations, ..DelayOptions::default() })?;
             print_report(json, r.to_json(), || r.table());
         }
-        BenchCommand::Gpio { toggles, passes, slices, no_probe, json, realtime } => {
+        BenchCommand::Gpio { toggles, passes, slices, no_probe, spi_rounds, spi_messages, json, realtime } => {
             realtime.apply();
-            let opts = wirespeed_bench::gpio::GpioOptions { toggles, passes, slices, probe: !no_probe };
+            let spi = wirespeed_bench::gpio::spi_cs::SpiCsOptions {
+                rounds: spi_rounds,
+                messages: spi_messages,
+                ..Default::default()
+            };
+            let opts = wirespeed_bench::gpio::GpioOptions { toggles, passes, slices, probe: !no_probe, spi };
             let r = wirespeed_bench::gpio::run(&opts)?;
             print_report(json, r.to_json(), || r.table());
         }
