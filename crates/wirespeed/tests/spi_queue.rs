@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::bench;
+use common::{alloc_count, bench};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wirespeed::backend::lab::LabSpi;
@@ -216,33 +216,4 @@ fn prepared_messages_do_not_allocate_per_run() {
     let n = alloc_count::get() - before;
     assert_eq!(n, 0, "{n} allocations in 1000 prepared runs");
     assert_eq!(pm.rx(0).unwrap()[0], (999u32 % 256) as u8);
-}
-
-mod alloc_count {
-    //! Counts allocations of the test thread only.
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
-
-    thread_local! { static COUNT: Cell<u64> = const { Cell::new(0) }; }
-
-    struct Counting;
-    // SAFETY: forwards to the system allocator; only counts.
-    unsafe impl GlobalAlloc for Counting {
-        unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-            let _ = COUNT.try_with(|c| c.set(c.get() + 1));
-            // SAFETY: same contract as the caller's.
-            unsafe { System.alloc(l) }
-        }
-        unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-            // SAFETY: same contract as the caller's.
-            unsafe { System.dealloc(p, l) }
-        }
-    }
-
-    #[global_allocator]
-    static GLOBAL: Counting = Counting;
-
-    pub fn get() -> u64 {
-        COUNT.with(Cell::get)
-    }
 }
