@@ -4,10 +4,12 @@
 //! core picks the fast way by itself, drivers don't have to know the system.
 //!
 //! - [`time`]: monotonic clock, deadlines, precise delays.
+//! - [`regmap`]: register maps with caches over any bus.
 //! - [`spi`]: the SPI core — buses, devices, messages, policies.
 //!
 //! Backends: the emulated lab (feature `lab`, the default) and Linux (feature `linux`).
 
 pub use wirespeed_time as time;
 
+pub mod regmap;
 pub mod spi;
