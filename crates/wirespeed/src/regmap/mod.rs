@@ -1,7 +1,7 @@
 //! Register maps: typed register access to a device over a bus, with caches.
 //!
 //! Modeled on the Linux kernel's regmap. A [`Regmap`] is built from a
-//! [`RegmapConfig`] (wire [`format`], address space, register properties,
+//! [`RegmapConfig`] (wire [`format`](mod@format), address space, register properties,
 //! defaults, [`cache`] type) and a [`RegmapBus`] (the transport: the SPI
 //! adapter `spi_bus`, or the [`RamBus`] for tests).
 //!

@@ -4,20 +4,23 @@
 use super::rig::ram_rig;
 use crate::regmap::CacheType;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 
 #[test]
 fn concurrent_cached_reads_see_only_written_values_in_order() {
     for cache in [CacheType::Flat, CacheType::Sparse] {
         let r = Arc::new(ram_rig(cache));
         let stop = Arc::new(AtomicBool::new(false));
+        let start = Arc::new(Barrier::new(3));
         let readers: Vec<_> = (0..2)
             .map(|_| {
-                let (r, stop) = (r.clone(), stop.clone());
+                let (r, stop, start) = (r.clone(), stop.clone(), start.clone());
                 std::thread::spawn(move || {
+                    start.wait();
                     let mut last = [0u32; 4];
                     let mut n = 0u64;
-                    while !stop.load(Ordering::Relaxed) {
+                    // At least one pass, however the threads are scheduled.
+                    while n == 0 || !stop.load(Ordering::Relaxed) {
                         for (i, l) in last.iter_mut().enumerate() {
                             let v = r.map.read(0x40 + i as u32).unwrap();
                             assert!(v >= *l, "register {i} went back from {l} to {v}");
@@ -29,6 +32,7 @@ fn concurrent_cached_reads_see_only_written_values_in_order() {
                 })
             })
             .collect();
+        start.wait();
         for v in 1..=255u32 {
             for i in 0..4 {
                 r.map.write(0x40 + i, v).unwrap();
