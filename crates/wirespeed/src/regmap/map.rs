@@ -651,9 +651,9 @@ impl Regmap {
             let part = &ends[first..=last];
             *messages += 1;
             sent += 1;
-            if part.len() == 1 && !submit {
-                bus.write(&[&buf[start..part[0]]])?;
-            } else if submit {
+            // Even one window goes as a batch: a bus may keep a prepared
+            // message per batch shape (the SPI adapter does).
+            if submit {
                 bus.submit_batch(Batch::part(buf, start, part))?;
             } else {
                 bus.write_batch(Batch::part(buf, start, part))?;
