@@ -1,12 +1,122 @@
 //! `wirespeed bench <scenario>`: one subcommand per experiment.
 
 use clap::Subcommand;
+use wirespeed_bench::delay::{self as delay_bench, DelayOptions};
+use wirespeed_bench::spi::SpiOptions;
+
+use crate::realtime_flag::RealtimeArgs;
 
 /// The experiments.
 #[derive(Debug, Subcommand)]
-pub enum BenchCommand {}
+pub enum BenchCommand {
+    /// E2: back-to-back sync messages (seed 000's 72-bit status read),
+    /// classic against fast, each mechanism's share, sync against async.
+    Spi {
+        /// Bytes per transfer.
+        #[arg(long, default_value_t = SpiOptions::default().size)]
+        size: usize,
+        /// SPI clock in Hz.
+        #[arg(long, default_value_t = SpiOptions::default().hz)]
+        hz: u32,
+        /// Messages per policy.
+        #[arg(long, default_value_t = SpiOptions::default().msgs)]
+        count: u64,
+        /// Interleaved rounds the messages are split into.
+        #[arg(long, default_value_t = SpiOptions::default().rounds)]
+        rounds: u32,
+        /// Skip the per-switch ablation.
+        #[arg(long)]
+        no_ablation: bool,
+        /// Threads of the sync/async comparison (0 skips it).
+        #[arg(long, default_value_t = SpiOptions::default().async_threads)]
+        threads: usize,
+        /// Messages per thread in the sync/async comparison.
+        #[arg(long, default_value_t = SpiOptions::default().async_msgs)]
+        thread_msgs: usize,
+        /// Write the bus trace of 20 fast and 20 classic messages as VCD to this file.
+        #[arg(long)]
+        vcd: Option<std::path::PathBuf>,
+        /// Print one JSON object instead of tables.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        realtime: RealtimeArgs,
+    },
+    /// E5: what sleeping costs (seed 004's table: nop, sched_yield, nanosleep)
+    /// and wirespeed's delay() from 1 µs to 1 ms, at normal priority and at
+    /// SCHED_FIFO where permitted.
+    Delay {
+        /// Iterations of each test in each pass.
+        #[arg(long, default_value_t = DelayOptions::default().iterations)]
+        iterations: usize,
+        /// Print one JSON object instead of tables.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        realtime: RealtimeArgs,
+    },
+    /// E3: cost of removal safety on GPIO toggles (none / interlock / wirespeed).
+    Gpio {
+        /// High/low cycles per pass.
+        #[arg(long, default_value_t = 1_000_000)]
+        toggles: u64,
+        /// Passes (each runs all three guards, interleaved).
+        #[arg(long, default_value_t = 10)]
+        passes: u32,
+        /// Slices each pass is cut into, interleaved across guards.
+        #[arg(long, default_value_t = 50)]
+        slices: u32,
+        /// Do not attach the edge-counting probe to the toggled pad.
+        #[arg(long)]
+        no_probe: bool,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        realtime: RealtimeArgs,
+    },
+}
 
 /// Runs one experiment and prints its report.
 pub fn run(cmd: BenchCommand) -> Result<(), String> {
-    match cmd {}
+    match cmd {
+        BenchCommand::Spi { size, hz, count, rounds, no_ablation, threads, thread_msgs, vcd, json, realtime } => {
+            realtime.apply();
+            let opts = SpiOptions {
+                size,
+                hz,
+                msgs: count,
+                rounds,
+                ablation: !no_ablation,
+                async_threads: threads,
+                async_msgs: thread_msgs,
+                ..SpiOptions::default()
+            };
+            let r = wirespeed_bench::spi::run(&opts)?;
+            if let Some(path) = vcd {
+                crate::lab_cmd::write_sample_vcd(&path, size, hz)?;
+            }
+            print_report(json, r.to_json(), || r.table());
+        }
+        BenchCommand::Delay { iterations, json, realtime } => {
+            realtime.apply();
+            let r = delay_bench::run(&DelayOptions { iterations, ..DelayOptions::default() })?;
+            print_report(json, r.to_json(), || r.table());
+        }
+        BenchCommand::Gpio { toggles, passes, slices, no_probe, json, realtime } => {
+            realtime.apply();
+            let opts = wirespeed_bench::gpio::GpioOptions { toggles, passes, slices, probe: !no_probe };
+            let r = wirespeed_bench::gpio::run(&opts)?;
+            print_report(json, r.to_json(), || r.table());
+        }
+    }
+    Ok(())
+}
+
+fn print_report(json: bool, value: serde_json::Value, table: impl FnOnce() -> String) {
+    if json {
+        println!("{value}");
+    } else {
+        print!("{}", table());
+    }
 }

@@ -1,5 +1,6 @@
 //! [`Lab`]: one emulated board — its interrupt thread and the blocks on it.
 
+use crate::gpio::{GpioChip, GpioChipConfig};
 use crate::scheduler::Scheduler;
 use crate::spi::{SpiController, SpiControllerConfig};
 
@@ -41,5 +42,10 @@ impl Lab {
     /// Adds an SPI controller block to the board.
     pub fn spi_controller(&self, config: SpiControllerConfig) -> SpiController {
         SpiController::new(self, config)
+    }
+
+    /// Adds a GPIO chip block to the board.
+    pub fn gpio_chip(&self, config: GpioChipConfig) -> GpioChip {
+        GpioChip::new(self, config)
     }
 }

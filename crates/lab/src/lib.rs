@@ -26,6 +26,7 @@
 //! ```
 
 pub mod devices;
+pub mod gpio;
 mod irq;
 mod lab;
 mod pin;

@@ -1,10 +1,12 @@
-//! Time for the wirespeed stack: a cheap monotonic clock, [`Deadline`]s, and
-//! spinning until a deadline with the CPU's pause hint.
+//! Time for the wirespeed stack: a cheap monotonic clock, [`Deadline`]s,
+//! spinning until a deadline with the CPU's pause hint, precise delays
+//! ([`delay`], [`delay_until`]: spin below a threshold, sleep then spin above)
+//! and an opt-in [`realtime`] setup.
 //!
 //! Everything in wirespeed that waits — chip-select setup times, a transfer's
 //! delay-after, the lab's notion of when a bit leaves the wire — is expressed
 //! as a [`Deadline`] on the one monotonic clock read by [`now`]. Nothing here
-//! changes the host's scheduling.
+//! changes the host's scheduling unless [`realtime::setup`] is called.
 //!
 //! ```
 //! use wirespeed_time::{now, Deadline, spin_until};
@@ -16,8 +18,13 @@
 
 mod clock;
 mod deadline;
+mod delay;
+pub mod realtime;
 mod spin;
+mod wake_margin;
 
 pub use clock::{now, Instant};
 pub use deadline::Deadline;
+pub use delay::{delay, delay_ns, delay_until, set_spin_threshold, spin_threshold, BUILD_SPIN_THRESHOLD};
 pub use spin::{spin_for_ns, spin_until};
+pub use wake_margin::{forget_wake_margins, remeasure_wake_margins, wake_margin, WakeMargins};

@@ -6,10 +6,15 @@
 //! - [`time`]: monotonic clock, deadlines, precise delays.
 //! - [`regmap`]: register maps with caches over any bus.
 //! - [`spi`]: the SPI core — buses, devices, messages, policies.
+//! - [`gpio`]: GPIO chips and lines, edge events, removal-safe handles.
 //!
 //! Backends: the emulated lab (feature `lab`, the default) and Linux (feature `linux`).
 
 pub use wirespeed_time as time;
 
+pub mod backend;
+pub mod gpio;
+#[cfg(feature = "linux")]
+pub mod linux;
 pub mod regmap;
 pub mod spi;

@@ -1,1 +1,183 @@
-//! The SPI core.
+//! The SPI core: one API whose software cost between transfers is close to nothing.
+//!
+//! - A [`Bus`] owns a [`Controller`] (a controller driver), a queue, a pump
+//!   thread and statistics; it runs with a [`Policy`] (`fast` by default).
+//! - A [`SpiDevice`] is one chip select on a bus with its mode, clock and CS
+//!   timing ([`DeviceConfig`]).
+//! - A message is a slice of [`Transfer`]s, validated before anything is sent
+//!   ([`InvalidMessage`] says what was wrong and what is allowed), or a
+//!   [`PreparedMessage`] validated once and run many times.
+//! - [`SpiDevice::sync`] runs in the caller's thread when the bus is idle;
+//!   [`SpiDevice::submit`] queues to the pump thread and returns a [`Pending`].
+//!
+//! # For driver authors
+//! Write against [`SpiDevice`] (or the `embedded-hal` traits it implements).
+//! Never choose polling or interrupts, never size delays for a system: state
+//! the device's needs ([`DeviceConfig`] CS times, per-transfer delays) and
+//! the core does the cheapest thing that meets them.
+//!
+//! # For controller-driver authors
+//! Implement [`Controller`]; see its documentation for the call order.
+
+mod bus;
+mod controller;
+mod device;
+mod eh;
+mod error;
+mod exec;
+mod plan;
+mod policy;
+mod prepared;
+mod pump;
+pub mod stats;
+mod transfer;
+mod waits;
+mod wakeup;
+
+pub use bus::Bus;
+pub use controller::{ClockModel, Completion, Controller, ControllerCaps, ControllerFault, TransferTiming};
+pub use device::{ChipSelect, CsPin, DeviceConfig};
+pub use error::{InvalidMessage, SpiError};
+pub use policy::Policy;
+pub use prepared::{Finished, OwnedTransfer, Pending, PreparedMessage};
+pub use stats::StatsSnapshot;
+pub use transfer::{Data, Mode, Transfer};
+pub use wakeup::thread_wakeup_ns;
+
+use exec::DeviceState;
+use std::sync::Arc;
+use std::sync::MutexGuard;
+use wirespeed_time::now;
+
+/// One device on a bus. Cheap to clone; clones share the device.
+#[derive(Clone, Debug)]
+pub struct SpiDevice {
+    bus: Bus,
+    state: Arc<DeviceState>,
+}
+
+impl SpiDevice {
+    pub(crate) fn new(bus: Bus, state: DeviceState) -> SpiDevice {
+        SpiDevice { bus, state: Arc::new(state) }
+    }
+
+    /// The device's configuration.
+    pub fn config(&self) -> &DeviceConfig {
+        &self.state.cfg
+    }
+
+    /// The bus the device is on.
+    pub fn bus(&self) -> &Bus {
+        &self.bus
+    }
+
+    /// Runs a message and waits for it. Nothing is sent if it is invalid.
+    pub fn sync(&self, transfers: &mut [Transfer<'_>]) -> Result<(), SpiError> {
+        plan::validate(transfers, &self.state.cfg, &self.bus.inner.caps)?;
+        self.bus.inner.sync(&self.state, transfers)
+    }
+
+    /// Sends `tx`.
+    pub fn write(&self, tx: &[u8]) -> Result<(), SpiError> {
+        self.sync(&mut [Transfer::write(tx)])
+    }
+
+    /// Receives into `rx`.
+    pub fn read(&self, rx: &mut [u8]) -> Result<(), SpiError> {
+        self.sync(&mut [Transfer::read(rx)])
+    }
+
+    /// Sends `tx`, then receives into `rx`, with CS held across both.
+    pub fn write_then_read(&self, tx: &[u8], rx: &mut [u8]) -> Result<(), SpiError> {
+        self.sync(&mut [Transfer::write(tx), Transfer::read(rx)])
+    }
+
+    /// Validates a message once for this device.
+    pub fn prepare(&self, transfers: Vec<OwnedTransfer>) -> Result<PreparedMessage, InvalidMessage> {
+        PreparedMessage::new(self.state.id, transfers, &self.state.cfg, &self.bus.inner.caps)
+    }
+
+    fn check_owner(&self, msg: &PreparedMessage) -> Result<(), SpiError> {
+        if msg.device_id() == self.state.id {
+            Ok(())
+        } else {
+            Err(SpiError::Invalid(InvalidMessage::WrongDevice))
+        }
+    }
+
+    /// Runs a prepared message and waits for it: no validation, no allocation.
+    pub fn run(&self, msg: &mut PreparedMessage) -> Result<(), SpiError> {
+        self.check_owner(msg)?;
+        self.bus.inner.sync(&self.state, msg)
+    }
+
+    /// Queues a prepared message for the pump thread and returns at once.
+    /// Messages to one device complete in submission order.
+    pub fn submit(&self, msg: PreparedMessage) -> Pending {
+        let slot = prepared::slot_of(&msg);
+        self.submit_job(msg, None);
+        Pending::new(slot)
+    }
+
+    /// Queues a prepared message; `done` runs on the pump thread when it completes.
+    pub fn submit_with(
+        &self,
+        msg: PreparedMessage,
+        done: impl FnOnce(PreparedMessage, Result<(), SpiError>) + Send + 'static,
+    ) {
+        self.submit_job(msg, Some(prepared::boxed_callback(done)));
+    }
+
+    fn submit_job(&self, msg: PreparedMessage, callback: Option<prepared::Callback>) {
+        let job = prepared::AsyncJob { dev: self.state.clone(), msg, submitted: now(), callback };
+        if let Err(e) = self.check_owner(&job.msg) {
+            job.complete(Err(e));
+            return;
+        }
+        if self.bus.inner.shutdown.load(std::sync::atomic::Ordering::Acquire) {
+            job.complete(Err(SpiError::BusGone));
+            return;
+        }
+        self.bus.inner.enqueue(pump::Job::Async(job));
+    }
+
+    /// Takes the bus for an exclusive sequence: other devices' sync calls wait
+    /// and async submits queue until the returned guard is dropped.
+    pub fn lock_bus(&self) -> BusLock<'_> {
+        BusLock { dev: self, hw: self.bus.inner.lock_hw() }
+    }
+}
+
+/// Exclusive use of a bus by one device (see [`SpiDevice::lock_bus`]).
+pub struct BusLock<'d> {
+    dev: &'d SpiDevice,
+    hw: MutexGuard<'d, exec::BusHw>,
+}
+
+impl std::fmt::Debug for BusLock<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BusLock").finish_non_exhaustive()
+    }
+}
+
+impl BusLock<'_> {
+    /// Runs a message while holding the bus.
+    pub fn sync(&mut self, transfers: &mut [Transfer<'_>]) -> Result<(), SpiError> {
+        let inner = &self.dev.bus.inner;
+        plan::validate(transfers, &self.dev.state.cfg, &inner.caps)?;
+        let t0 = now();
+        let (r, end) = inner.run_locked(&mut self.hw, &self.dev.state, transfers);
+        inner.finish(t0, end, true, &r);
+        r
+    }
+
+    /// Runs a prepared message while holding the bus.
+    pub fn run(&mut self, msg: &mut PreparedMessage) -> Result<(), SpiError> {
+        self.dev.check_owner(msg)?;
+        let inner = &self.dev.bus.inner;
+        let t0 = now();
+        let (r, end) = inner.run_locked(&mut self.hw, &self.dev.state, msg);
+        inner.finish(t0, end, true, &r);
+        r
+    }
+}

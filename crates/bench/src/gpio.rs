@@ -1,0 +1,317 @@
+//! E3 `gpio`: what removal safety costs on a GPIO toggle (seed 002).
+//!
+//! The seed's test: one line driven high and low `toggles` times per pass
+//! (1,000,000 by default), `passes` passes (10), mean and standard deviation
+//! of a pass's time in µs. It runs for three guards, interleaved within each
+//! pass (the order rotates from pass to pass):
+//! - `none`: no protection (the downstream patch; unsound if the chip goes);
+//! - `interlock`: the 6.9 kernel's per-access read-side claim — a reader
+//!   count shared by the chip's handles, incremented and decremented with
+//!   full barriers around every access;
+//! - `wirespeed`: the stack's guard — a store to the handle's own slot and
+//!   one load of the chip's state.
+//!
+//! All three run the very same code: the stack's `LineRequest::set_value`
+//! on the lab chip, monomorphised over the guard type, nothing else differs.
+//!
+//! Interleaving: on a shared machine the speed drifts by several percent
+//! within a second, more than the effect measured. So each guard's pass of
+//! `toggles` runs as `slices` slices (50 by default, 20,000 toggles each) interleaved with the
+//! other guards' slices (A B C, B C A, …); a pass's time is the sum of its
+//! slices, so drift lands on all three guards alike. Both wall time (the
+//! seed's measure, reported as `mean_us`) and the thread's CPU time
+//! (`cpu_mean_us`, immune to preemption by other processes) are recorded.
+//! The toggled line's pad has a probe attached (a lab device counting
+//! edges), so every toggle is a real level change on the board that the
+//! bench checks was seen.
+
+use crate::stats::{mean, round, stddev};
+use crate::table::Table;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use wirespeed::backend::lab::gpio::open;
+use wirespeed::gpio::{AccessGuard, Chip, GpioError, Interlock, LineRequest, LineSettings, RequestConfig, Revocable, Unguarded};
+use wirespeed_lab::gpio::{GpioChip, GpioChipConfig};
+use wirespeed_lab::{Lab, LabConfig, PinSink};
+use wirespeed_time::{now, Instant};
+
+/// Options of the `gpio` scenario.
+#[derive(Clone, Debug)]
+pub struct GpioOptions {
+    /// High/low cycles per pass.
+    pub toggles: u64,
+    /// Passes (each runs all three guards).
+    pub passes: u32,
+    /// Slices each pass is cut into for interleaving (1: whole passes).
+    pub slices: u32,
+    /// Attach the edge-counting probe to the pad (default true).
+    pub probe: bool,
+}
+
+impl Default for GpioOptions {
+    fn default() -> Self {
+        GpioOptions { toggles: 1_000_000, passes: 10, slices: 50, probe: true }
+    }
+}
+
+/// One guard's figures.
+#[derive(Clone, Debug)]
+pub struct GuardFigures {
+    /// Guard name (`none`, `interlock`, `wirespeed`).
+    pub name: &'static str,
+    /// Each pass's time, µs.
+    pub pass_us: Vec<f64>,
+    /// Mean pass time (wall clock), µs.
+    pub mean_us: f64,
+    /// Each pass's thread CPU time, µs.
+    pub cpu_pass_us: Vec<f64>,
+    /// Mean pass time (thread CPU time), µs.
+    pub cpu_mean_us: f64,
+    /// `cpu_mean_us / none.cpu_mean_us`.
+    pub cpu_overhead_vs_none: f64,
+    /// Standard deviation of the pass time, µs.
+    pub stddev_us: f64,
+    /// `mean_us / none.mean_us`.
+    pub overhead_vs_none: f64,
+    /// Mean cost of one `set_value`, ns.
+    pub ns_per_set: f64,
+}
+
+/// Result of the `gpio` scenario.
+#[derive(Clone, Debug)]
+pub struct GpioReport {
+    /// Options used.
+    pub options: GpioOptions,
+    /// No protection.
+    pub none: GuardFigures,
+    /// The kernel-style interlock.
+    pub interlock: GuardFigures,
+    /// wirespeed's guard.
+    pub wirespeed: GuardFigures,
+    /// Whether the asymmetric fence (membarrier) was available.
+    pub membarrier: bool,
+}
+
+struct Probe(AtomicU64);
+
+impl PinSink for Probe {
+    fn drive(&self, _high: bool, _at: Instant) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+const LINE: u32 = 0;
+
+fn config() -> RequestConfig {
+    RequestConfig::new("bench-gpio").line(LINE, LineSettings::output(false))
+}
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Wall and thread-CPU time of a slice, µs.
+#[derive(Clone, Copy, Default)]
+struct Times {
+    wall_us: f64,
+    cpu_us: f64,
+}
+
+/// The seed's loop. Generic over the guard: the only difference between
+/// the three variants.
+#[inline(never)]
+fn toggle_slice<G: AccessGuard>(req: &LineRequest<G>, toggles: u64) -> Result<Times, GpioError> {
+    let c0 = thread_cpu_ns();
+    let t0 = now();
+    for _ in 0..toggles {
+        req.set_value(LINE, true)?;
+        req.set_value(LINE, false)?;
+    }
+    let wall_us = now().us_since(t0);
+    let cpu_us = thread_cpu_ns().saturating_sub(c0) as f64 / 1_000.0;
+    Ok(Times { wall_us, cpu_us })
+}
+
+fn measure<G: AccessGuard>(
+    req: Result<LineRequest<G>, GpioError>,
+    hw: &GpioChip,
+    probe: Option<&Probe>,
+    toggles: u64,
+) -> Result<Times, String> {
+    let req = req.map_err(|e| format!("requesting the bench line: {e}"))?;
+    let before = probe.map(|p| p.0.load(Ordering::Relaxed));
+    let us = toggle_slice(&req, toggles).map_err(|e| format!("{} toggle failed: {e}", G::NAME))?;
+    if let (Some(p), Some(b)) = (probe, before) {
+        let seen = p.0.load(Ordering::Relaxed) - b;
+        if seen != 2 * toggles {
+            return Err(format!("{}: the probe saw {seen} edges, expected {}", G::NAME, 2 * toggles));
+        }
+    }
+    if hw.value(LINE) != Ok(false) {
+        return Err(format!("{}: the line did not end low", G::NAME));
+    }
+    Ok(us)
+}
+
+fn run_guard(which: usize, chip: &Chip, hw: &GpioChip, probe: Option<&Probe>, toggles: u64) -> Result<Times, String> {
+    match which {
+        // SAFETY: the bench never removes the chip while this request lives
+        // (the request is dropped at the end of `measure`).
+        0 => measure::<Unguarded>(unsafe { chip.request_lines_unguarded(&config()) }, hw, probe, toggles),
+        1 => measure::<Interlock>(chip.request_lines_with::<Interlock>(&config()), hw, probe, toggles),
+        _ => measure::<Revocable>(chip.request_lines_with::<Revocable>(&config()), hw, probe, toggles),
+    }
+}
+
+/// Runs the scenario.
+pub fn run(opts: &GpioOptions) -> Result<GpioReport, String> {
+    if opts.toggles == 0 || opts.passes == 0 || opts.slices == 0 || u64::from(opts.slices) > opts.toggles {
+        return Err(format!(
+            "toggles ({}), passes ({}) and slices ({}) must be at least 1, with no more slices than toggles",
+            opts.toggles, opts.passes, opts.slices
+        ));
+    }
+    let lab = Lab::new(LabConfig::default());
+    let hw = lab.gpio_chip(GpioChipConfig { lines: 8, ..GpioChipConfig::default() });
+    let chip = open(&hw).map_err(|e| format!("opening the lab chip: {e}"))?;
+    let probe = Arc::new(Probe(AtomicU64::new(0)));
+    if opts.probe {
+        hw.output_pin(LINE).connect(probe.clone(), now());
+    }
+    let probe_ref = opts.probe.then_some(&*probe);
+    // Warm-up: one short slice of each.
+    for g in 0..3 {
+        run_guard(g, &chip, &hw, probe_ref, opts.toggles.min(100_000))?;
+    }
+    let slices = u64::from(opts.slices);
+    let mut wall: [Vec<f64>; 3] = Default::default();
+    let mut cpu: [Vec<f64>; 3] = Default::default();
+    let mut turn = 0usize;
+    for _pass in 0..opts.passes {
+        let mut acc = [Times::default(); 3];
+        for s in 0..slices {
+            // Slices split the pass's toggles exactly.
+            let n = opts.toggles / slices + u64::from(s < opts.toggles % slices);
+            for k in 0..3 {
+                let g = (turn + k) % 3;
+                let t = run_guard(g, &chip, &hw, probe_ref, n)?;
+                acc[g].wall_us += t.wall_us;
+                acc[g].cpu_us += t.cpu_us;
+            }
+            turn += 1;
+        }
+        for g in 0..3 {
+            wall[g].push(acc[g].wall_us);
+            cpu[g].push(acc[g].cpu_us);
+        }
+    }
+    let none_mean = mean(&wall[0]);
+    let none_cpu = mean(&cpu[0]);
+    let sets = 2.0 * opts.toggles as f64;
+    let fig = |name: &'static str, g: usize| GuardFigures {
+        name,
+        pass_us: wall[g].clone(),
+        mean_us: mean(&wall[g]),
+        stddev_us: stddev(&wall[g]),
+        overhead_vs_none: mean(&wall[g]) / none_mean,
+        cpu_pass_us: cpu[g].clone(),
+        cpu_mean_us: mean(&cpu[g]),
+        cpu_overhead_vs_none: mean(&cpu[g]) / none_cpu,
+        ns_per_set: mean(&wall[g]) * 1_000.0 / sets,
+    };
+    Ok(GpioReport {
+        options: opts.clone(),
+        none: fig("none", 0),
+        interlock: fig("interlock", 1),
+        wirespeed: fig("wirespeed", 2),
+        membarrier: !chip_is_heavy(),
+    })
+}
+
+/// Whether wirespeed's guard had to fall back to a full fence per access.
+fn chip_is_heavy() -> bool {
+    !wirespeed::gpio::asymmetric_fence_available()
+}
+
+impl GuardFigures {
+    fn to_json(&self) -> Value {
+        json!({
+            "mean_us": round(self.mean_us, 1),
+            "stddev_us": round(self.stddev_us, 1),
+            "overhead_vs_none": round(self.overhead_vs_none, 4),
+            "ns_per_set": round(self.ns_per_set, 2),
+            "cpu_mean_us": round(self.cpu_mean_us, 1),
+            "cpu_overhead_vs_none": round(self.cpu_overhead_vs_none, 4),
+        })
+    }
+}
+
+impl GpioReport {
+    /// The report as one JSON object.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "scenario": "gpio",
+            "toggles_per_pass": self.options.toggles,
+            "passes": self.options.passes,
+            "slices": self.options.slices,
+            "probe": self.options.probe,
+            "membarrier": self.membarrier,
+            "none": self.none.to_json(),
+            "interlock": self.interlock.to_json(),
+            "wirespeed": self.wirespeed.to_json(),
+        })
+    }
+
+    /// The report as a table.
+    pub fn table(&self) -> String {
+        let mut t = Table::new(&["guard", "mean µs/pass", "stddev µs", "ns/set", "vs none", "cpu vs none"]);
+        for g in [&self.none, &self.interlock, &self.wirespeed] {
+            t.row(vec![
+                g.name.to_string(),
+                format!("{:.0}", g.mean_us),
+                format!("{:.0}", g.stddev_us),
+                format!("{:.2}", g.ns_per_set),
+                format!("{:.4}", g.overhead_vs_none),
+                format!("{:.4}", g.cpu_overhead_vs_none),
+            ]);
+        }
+        format!(
+            "gpio: {} passes of {} high/low toggles, guards interleaved in {} slices per pass (membarrier: {})\n{}",
+            self.options.passes,
+            self.options.toggles,
+            self.options.slices,
+            self.membarrier,
+            t.render()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_run_reports_every_guard_and_verifies_edges() {
+        let r = run(&GpioOptions { toggles: 2_000, passes: 2, slices: 4, probe: true }).unwrap();
+        let j = r.to_json();
+        for k in ["none", "interlock", "wirespeed"] {
+            for f in ["mean_us", "stddev_us", "overhead_vs_none"] {
+                assert!(j[k][f].as_f64().is_some_and(|v| v.is_finite() && v >= 0.0), "{k}.{f} in {j}");
+            }
+            assert_eq!(r.none.pass_us.len(), 2);
+        }
+        assert_eq!(j["none"]["overhead_vs_none"], 1.0);
+        assert!(j.get("spi_gpio_cs").is_none());
+        assert!(r.table().contains("wirespeed"));
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        assert!(run(&GpioOptions { toggles: 0, ..GpioOptions::default() }).is_err());
+        assert!(run(&GpioOptions { toggles: 5, slices: 10, ..GpioOptions::default() }).is_err());
+    }
+}

@@ -1,0 +1,128 @@
+use super::*;
+use crate::LabConfig;
+use std::sync::mpsc;
+use std::time::Duration;
+
+fn chip(lines: u32) -> (Lab, GpioChip) {
+    let lab = Lab::new(LabConfig::default());
+    let chip = lab.gpio_chip(GpioChipConfig { lines, ..GpioChipConfig::default() });
+    (lab, chip)
+}
+
+fn listen(chip: &GpioChip, offset: u32) -> mpsc::Receiver<LineEvent> {
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    chip.set_listener(offset, Some(Arc::new(move |e| {
+        let _ = tx.lock().unwrap().send(e);
+    })))
+    .unwrap();
+    rx
+}
+
+struct Probe(Mutex<Vec<(bool, Instant)>>);
+impl PinSink for Probe {
+    fn drive(&self, high: bool, at: Instant) {
+        self.0.lock().unwrap().push((high, at));
+    }
+}
+
+#[test]
+fn outputs_drive_the_pad_devices_listen_to() {
+    let (_lab, chip) = chip(8);
+    chip.configure(2, &LineSetup::output(false), now()).unwrap();
+    let probe = Arc::new(Probe(Mutex::new(Vec::new())));
+    chip.output_pin(2).connect(probe.clone(), now());
+    chip.set_output(2, true).unwrap();
+    chip.set_output(2, true).unwrap();
+    chip.set_output(2, false).unwrap();
+    let seen: Vec<bool> = probe.0.lock().unwrap().iter().map(|p| p.0).collect();
+    assert_eq!(seen, vec![false, true, false], "initial level, then real changes only");
+    assert!(!chip.value(2).unwrap());
+}
+
+#[test]
+fn pulls_and_external_drive_decide_an_input() {
+    let (_lab, chip) = chip(4);
+    chip.configure(0, &LineSetup::input(Pull::Up, EdgeDetect::None), now()).unwrap();
+    assert!(chip.value(0).unwrap());
+    chip.drive_external(0, Some(false), now());
+    assert!(!chip.value(0).unwrap());
+    chip.drive_external(0, None, now());
+    assert!(chip.value(0).unwrap(), "released: the pull-up wins");
+    chip.configure(0, &LineSetup::input(Pull::Down, EdgeDetect::None), now()).unwrap();
+    assert!(!chip.value(0).unwrap());
+}
+
+#[test]
+fn open_drain_releases_high_to_the_pull() {
+    let (_lab, chip) = chip(4);
+    let setup = LineSetup { output: true, value: true, drive: Drive::OpenDrain, pull: Pull::Down, ..LineSetup::default() };
+    chip.configure(1, &setup, now()).unwrap();
+    assert!(!chip.value(1).unwrap(), "released, pulled down");
+    chip.drive_external(1, Some(true), now());
+    assert!(chip.value(1).unwrap());
+    chip.set_output(1, false).unwrap();
+    assert!(!chip.value(1).unwrap(), "driven low beats the device");
+}
+
+#[test]
+fn device_pin_raises_edges_stamped_with_its_instant() {
+    let (_lab, chip) = chip(4);
+    chip.configure(3, &LineSetup::input(Pull::Up, EdgeDetect::Falling), now()).unwrap();
+    let rx = listen(&chip, 3);
+    let int = Pin::new("int", true);
+    int.connect(chip.input_sink(3), now());
+    let t = now();
+    int.set(false, t);
+    int.set(true, t.add_ns(10));
+    let e = rx.recv_timeout(Duration::from_secs(1)).unwrap();
+    assert_eq!(e, LineEvent { offset: 3, rising: false, at: t });
+    assert!(rx.recv_timeout(Duration::from_millis(20)).is_err(), "rising edges are not asked for");
+}
+
+#[test]
+fn debounce_swallows_glitches_and_reports_stable_levels() {
+    let (_lab, chip) = chip(4);
+    let setup = LineSetup { debounce_ns: 2_000_000, ..LineSetup::input(Pull::Down, EdgeDetect::Both) };
+    chip.configure(0, &setup, now()).unwrap();
+    let rx = listen(&chip, 0);
+    let t = now();
+    // A 100 µs glitch: never stable for 2 ms.
+    chip.drive_external(0, Some(true), t);
+    chip.drive_external(0, Some(false), t.add_ns(100_000));
+    assert!(rx.recv_timeout(Duration::from_millis(30)).is_err(), "a glitch was reported");
+    let t2 = now();
+    chip.drive_external(0, Some(true), t2);
+    let e = rx.recv_timeout(Duration::from_secs(1)).unwrap();
+    assert!(e.rising);
+    assert_eq!(e.at, t2.add_ns(2_000_000), "stamped when the level had been stable for the period");
+    assert!(now() >= e.at, "reported before the debounce period passed");
+}
+
+#[test]
+fn removal_runs_callbacks_first_then_fails_and_counts_accesses() {
+    let (_lab, chip) = chip(4);
+    chip.configure(0, &LineSetup::output(false), now()).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let c2 = chip.clone();
+    chip.on_remove(move || {
+        // The chip still works while the callbacks run (software lets go here).
+        tx.send(c2.set_output(0, true)).unwrap();
+    });
+    chip.remove();
+    assert_eq!(rx.recv().unwrap(), Ok(()));
+    assert!(chip.is_removed());
+    assert_eq!(chip.accesses_after_removal(), 0);
+    assert_eq!(chip.set_output(0, false), Err(LabGpioError::Removed));
+    assert_eq!(chip.value(0), Err(LabGpioError::Removed));
+    assert_eq!(chip.accesses_after_removal(), 2);
+    chip.remove();
+}
+
+#[test]
+fn bad_offsets_are_typed_errors() {
+    let (_lab, chip) = chip(4);
+    let e = chip.set_output(4, true).unwrap_err();
+    assert_eq!(e, LabGpioError::OffsetOutOfRange { offset: 4, lines: 4 });
+    assert!(e.to_string().contains("0..4"));
+}

@@ -1,0 +1,237 @@
+//! [`LabSpi`]: the controller driver for the lab's WSPI SPI block.
+//!
+//! PIO only, register by register, as a kernel driver would: fill the TX
+//! FIFO, start the burst, drain RX as words arrive and refill TX as room
+//! appears, for transfers of any length. Completion by polling `STATUS`, or by
+//! sleeping on the block's interrupt (RX-threshold interrupt, re-armed as the
+//! transfer proceeds).
+
+use crate::spi::{
+    ClockModel, Completion, Controller, ControllerCaps, ControllerFault, Data, Mode, TransferTiming,
+};
+use std::time::Duration;
+use wirespeed_lab::spi::{regs, SpiController};
+use wirespeed_time::{now, Deadline};
+
+/// The driver for one lab WSPI block.
+#[derive(Debug)]
+pub struct LabSpi {
+    block: SpiController,
+    caps: ControllerCaps,
+    fifo_bytes: usize,
+    /// Words already pushed for the next burst by `preload`.
+    preloaded: usize,
+    words_buf: Vec<u32>,
+}
+
+fn word_bytes(bits: u8) -> usize {
+    usize::from(bits.div_ceil(8)).next_power_of_two()
+}
+
+/// Reads word `i` of a TX buffer (native endianness, as Linux spidev buffers).
+#[inline]
+fn tx_word(buf: &[u8], i: usize, wb: usize) -> u32 {
+    match wb {
+        1 => u32::from(buf[i]),
+        2 => u32::from(u16::from_ne_bytes([buf[2 * i], buf[2 * i + 1]])),
+        _ => u32::from_ne_bytes([buf[4 * i], buf[4 * i + 1], buf[4 * i + 2], buf[4 * i + 3]]),
+    }
+}
+
+#[inline]
+fn rx_store(buf: &mut [u8], i: usize, wb: usize, w: u32) {
+    match wb {
+        1 => buf[i] = w as u8,
+        2 => buf[2 * i..2 * i + 2].copy_from_slice(&(w as u16).to_ne_bytes()),
+        _ => buf[4 * i..4 * i + 4].copy_from_slice(&w.to_ne_bytes()),
+    }
+}
+
+fn tx_of<'a>(data: &'a Data<'_>) -> Option<&'a [u8]> {
+    match data {
+        Data::Write(b) | Data::Duplex(b, _) => Some(b),
+        Data::InPlace(b) => Some(b),
+        Data::Read(_) => None,
+    }
+}
+
+impl LabSpi {
+    /// Takes over a lab WSPI block: enables it and reads its capabilities.
+    pub fn new(block: SpiController) -> LabSpi {
+        let fifo_bytes = block.read(regs::FIFOSIZE) as usize;
+        let base_hz = u64::from(block.read(regs::BASECLK));
+        let cfg = block.config().clone();
+        block.write(regs::PWR, regs::PWR_ON);
+        block.write(regs::CTRL, regs::CTRL_EN | (7 << regs::CTRL_BPW_SHIFT));
+        let max_div = 1 << 20;
+        let caps = ControllerCaps {
+            name: cfg.name,
+            max_speed_hz: (base_hz / 2) as u32,
+            min_speed_hz: (base_hz / max_div).max(1) as u32,
+            clock: ClockModel::Divider { base_hz, min_div: 2, max_div: max_div as u32 },
+            fifo_bytes: fifo_bytes as u32,
+            // 8, 16 and 32 bits per word.
+            bits_per_word_mask: (1 << 7) | (1 << 15) | (1 << 31),
+            num_cs: cfg.num_cs,
+            can_poll: true,
+            has_irq: true,
+        };
+        LabSpi { block, caps, fifo_bytes, preloaded: 0, words_buf: Vec::with_capacity(fifo_bytes) }
+    }
+
+    /// The block this driver runs.
+    pub fn block(&self) -> &SpiController {
+        &self.block
+    }
+
+    fn depth(&self, wb: usize) -> usize {
+        self.fifo_bytes / wb
+    }
+
+    /// Pushes words `from..to` of `tx` (zeros for a read) into the TX FIFO.
+    fn push(&mut self, tx: Option<&[u8]>, from: usize, to: usize, wb: usize) {
+        if from >= to {
+            return;
+        }
+        self.words_buf.clear();
+        for i in from..to {
+            self.words_buf.push(tx.map_or(0, |b| tx_word(b, i, wb)));
+        }
+        self.block.write_fifo(&self.words_buf);
+    }
+
+    fn drain(&self, data: &mut Data<'_>, from: usize, count: usize, wb: usize) {
+        for i in from..from + count {
+            let w = self.block.read(regs::RXDATA);
+            match data {
+                Data::Read(b) | Data::InPlace(b) => rx_store(b, i, wb, w),
+                Data::Duplex(_, r) => rx_store(r, i, wb, w),
+                Data::Write(_) => {}
+            }
+        }
+    }
+}
+
+impl Controller for LabSpi {
+    fn caps(&self) -> &ControllerCaps {
+        &self.caps
+    }
+
+    fn configure(&mut self, mode: Mode, speed_hz: u32, bits: u8) {
+        let (cpol, cpha) = mode.bits();
+        let mut ctrl = regs::CTRL_EN | (u32::from(bits.clamp(1, 32) - 1) << regs::CTRL_BPW_SHIFT);
+        if cpol {
+            ctrl |= regs::CTRL_CPOL;
+        }
+        if cpha {
+            ctrl |= regs::CTRL_CPHA;
+        }
+        self.block.write(regs::CTRL, ctrl);
+        self.block.write(regs::CLKDIV, self.caps.divider(speed_hz));
+    }
+
+    fn set_cs(&mut self, cs: u8, active: bool) {
+        let v = u32::from(cs) & regs::CS_LINE_MASK | if active { regs::CS_ASSERT } else { 0 };
+        self.block.write(regs::CS, v);
+    }
+
+    fn preload(&mut self, data: &Data<'_>, bits: u8) -> usize {
+        let wb = word_bytes(bits);
+        let words = data.len() / wb;
+        let n = words.min(self.depth(wb));
+        self.block.write(regs::XFERLEN, words as u32);
+        self.push(tx_of(data), 0, n, wb);
+        self.preloaded = n;
+        n
+    }
+
+    fn transfer(
+        &mut self,
+        data: &mut Data<'_>,
+        bits: u8,
+        preloaded: usize,
+        completion: Completion,
+        timeout_ns: u64,
+    ) -> Result<TransferTiming, ControllerFault> {
+        let wb = word_bytes(bits);
+        let n = data.len() / wb;
+        let depth = self.depth(wb);
+        let mut pushed = preloaded.min(self.preloaded);
+        self.preloaded = 0;
+        if pushed == 0 {
+            self.block.write(regs::XFERLEN, n as u32);
+            let first = n.min(depth);
+            self.push(tx_of(data), 0, first, wb);
+            pushed = first;
+        }
+        let irq = completion == Completion::Irq;
+        if irq {
+            self.block.write(regs::RXTHR, n.min(depth / 2).max(1) as u32);
+            self.block.write(regs::IRQEN, regs::IRQ_RXTH);
+        }
+        let started = irq.then(now);
+        self.block.write(regs::START, regs::START_GO);
+        let deadline = Deadline::after_ns(timeout_ns);
+        let mut popped = 0;
+        let mut spins = 0u32;
+        while popped < n {
+            if irq && !self.block.irq().wait(Some(Duration::from_nanos(deadline.remaining_ns()))) {
+                self.block.write(regs::IRQEN, 0);
+                self.block.write(regs::RESET, 1);
+                return Err(ControllerFault::Timeout);
+            }
+            let status = self.block.read(regs::STATUS);
+            if status & regs::STATUS_ERR != 0 {
+                self.block.write(regs::IRQEN, 0);
+                self.block.write(regs::RESET, 1);
+                return Err(ControllerFault::Fault("FIFO error or refused start (STATUS.ERR)"));
+            }
+            let rx = regs::rx_level(status) as usize;
+            if rx > 0 {
+                self.drain(data, popped, rx, wb);
+                popped += rx;
+            }
+            if pushed < n {
+                let in_flight = pushed - popped;
+                let room = depth.saturating_sub(regs::tx_level(status) as usize).min(depth - in_flight.min(depth));
+                let to = (pushed + room).min(n);
+                if to > pushed {
+                    // RX words stored so far lie before `popped` ≤ `pushed`, so an
+                    // in-place buffer's bytes from `pushed` on are still TX data.
+                    self.push(tx_of(data), pushed, to, wb);
+                    pushed = to;
+                }
+            }
+            if irq {
+                if popped < n {
+                    self.block.write(regs::RXTHR, (n - popped).min(depth / 2).max(1) as u32);
+                }
+            } else if rx == 0 {
+                spins = spins.wrapping_add(1);
+                // The status read paces the loop; a pause hint would only
+                // delay noticing the last word.
+                if spins.is_multiple_of(256) && deadline.is_past() {
+                    self.block.write(regs::RESET, 1);
+                    return Err(ControllerFault::Timeout);
+                }
+            }
+        }
+        if irq {
+            self.block.write(regs::IRQEN, 0);
+        }
+        Ok(TransferTiming { started, completed: irq.then(now) })
+    }
+
+    fn set_power(&mut self, on: bool) {
+        if on {
+            self.block.write(regs::PWR, regs::PWR_ON);
+            let limit = Deadline::after_ns(1_000_000_000);
+            while self.block.read(regs::STATUS) & regs::STATUS_READY == 0 && !limit.is_past() {
+                std::hint::spin_loop();
+            }
+            self.block.write(regs::CTRL, regs::CTRL_EN | (7 << regs::CTRL_BPW_SHIFT));
+        } else {
+            self.block.write(regs::PWR, 0);
+        }
+    }
+}

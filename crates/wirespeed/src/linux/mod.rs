@@ -1,0 +1,5 @@
+//! Linux backends (feature `linux`).
+//!
+//! - [`gpio_cdev`]: GPIO character device uAPI v2 (`/dev/gpiochipN`).
+
+pub mod gpio_cdev;

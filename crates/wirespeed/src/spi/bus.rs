@@ -1,0 +1,245 @@
+//! [`Bus`]: one controller, its queue, its pump thread, its statistics.
+//!
+//! The sync path: when the bus is idle (nobody holds it and nothing is
+//! queued), a message runs in the caller's thread — no queue, no hand-off, no
+//! wake-up. When the bus is busy, the message is queued and the caller waits.
+//! The pump thread runs queued work only; it is never woken by a sync message
+//! that ran in the caller's thread, and it tears the controller down once,
+//! `idle_delay` after the last message.
+//!
+//! Ordering: the pump takes a job from the queue only while holding the bus,
+//! and a caller runs in its own thread only if, holding the bus, it sees the
+//! queue empty. So every message submitted before a sync call from the same
+//! thread has completed before that call runs.
+
+use super::controller::{Controller, ControllerCaps};
+use super::device::DeviceConfig;
+use super::error::{InvalidMessage, SpiError};
+use super::exec::{ensure_powered, execute, BusHw, DeviceState, ExecCtx, MessageSource};
+use super::policy::Policy;
+use super::pump;
+use super::stats::{MessageRecord, Stats, StatsSnapshot};
+use super::wakeup::IrqCost;
+use super::SpiDevice;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
+use wirespeed_time::{now, Instant};
+
+pub(crate) struct BusInner {
+    pub hw: Mutex<BusHw>,
+    pub caps: ControllerCaps,
+    pub policy: Policy,
+    pub stats: Stats,
+    pub irq_cost: IrqCost,
+    pub queue: Mutex<VecDeque<pump::Job>>,
+    pub queue_len: AtomicUsize,
+    pub pump_cv: Condvar,
+    /// Whether the pump is waiting on `pump_cv` (read and written under `queue`).
+    pub pump_sleeping: AtomicBool,
+    pub pump_wakeups: AtomicU64,
+    pub last_activity_ns: AtomicU64,
+    pub powered: AtomicBool,
+    pub teardowns: AtomicU64,
+    pub shutdown: AtomicBool,
+    next_device_id: AtomicU64,
+}
+
+impl BusInner {
+    pub(crate) fn ctx(&self) -> ExecCtx<'_> {
+        ExecCtx { policy: &self.policy, stats: &self.stats, irq_cost: &self.irq_cost }
+    }
+
+    pub(crate) fn lock_hw(&self) -> MutexGuard<'_, BusHw> {
+        self.hw.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs a message with the bus held; handles power-up and activity
+    /// stamps. Returns the result and the instant the message ended.
+    pub(crate) fn run_locked<M: MessageSource + ?Sized>(
+        &self,
+        hw: &mut BusHw,
+        dev: &DeviceState,
+        msg: &mut M,
+    ) -> (Result<(), SpiError>, Instant) {
+        if ensure_powered(hw) {
+            self.powered.store(true, Ordering::Release);
+            // Once per idle period: the pump re-arms its idle timer.
+            self.signal_pump();
+        }
+        let r = execute(hw, dev, &self.ctx(), msg);
+        let end = now();
+        self.last_activity_ns.store(end.as_ns(), Ordering::Relaxed);
+        (r, end)
+    }
+
+    /// Wakes the pump thread; every wake-up the stack causes is counted.
+    pub(crate) fn signal_pump(&self) {
+        self.pump_wakeups.fetch_add(1, Ordering::Relaxed);
+        self.pump_cv.notify_one();
+    }
+
+    pub(crate) fn enqueue(&self, job: pump::Job) {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.push_back(job);
+        self.queue_len.fetch_add(1, Ordering::AcqRel);
+        // Fast: a pump that is running will find the job, so only a sleeping
+        // pump is signalled. Classic signals on every queued message, as
+        // queueing the pump's work did.
+        let signal = !self.policy.quiet_pump || self.pump_sleeping.load(Ordering::Relaxed);
+        drop(q);
+        if signal {
+            self.signal_pump();
+        }
+    }
+
+    /// The sync path for an already validated message.
+    pub(crate) fn sync<M: MessageSource + ?Sized>(&self, dev: &DeviceState, msg: &mut M) -> Result<(), SpiError> {
+        let t0 = now();
+        if self.policy.sync_in_caller {
+            match self.hw.try_lock() {
+                Ok(mut hw) => {
+                    if self.queue_len.load(Ordering::Acquire) == 0 {
+                        let (r, end) = self.run_locked(&mut hw, dev, msg);
+                        drop(hw);
+                        self.finish(t0, end, true, &r);
+                        return r;
+                    }
+                }
+                Err(TryLockError::Poisoned(p)) => drop(p.into_inner()),
+                Err(TryLockError::WouldBlock) => {}
+            }
+        }
+        let r = pump::sync_via_pump(self, dev, msg);
+        self.finish(t0, now(), false, &r);
+        r
+    }
+
+    /// Accounts for a finished message (and, in classic, wakes the pump).
+    pub(crate) fn finish(&self, t0: Instant, end: Instant, immediate: bool, r: &Result<(), SpiError>) {
+        self.stats.message(MessageRecord {
+            immediate,
+            ok: r.is_ok(),
+            timeout: matches!(r, Err(SpiError::Timeout { .. })),
+            latency_ns: end.ns_since(t0),
+        });
+        // Classic: spi_finalize_current_message queues the pump's work to look
+        // for idle teardown. When the pump ran the message it just loops on;
+        // when the caller did, the pump is woken for it (seed 001).
+        if !self.policy.quiet_pump && immediate {
+            self.enqueue(pump::Job::IdleCheck);
+        }
+    }
+}
+
+/// Stops the pump thread when the last handle to a bus goes away.
+pub(crate) struct PumpOwner {
+    inner: Arc<BusInner>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for PumpOwner {
+    fn drop(&mut self) {
+        self.inner.shutdown.store(true, Ordering::Release);
+        {
+            let _q = self.inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+            self.inner.pump_cv.notify_all();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// An SPI bus: a controller with its queue, pump thread and statistics.
+/// Clones share the bus.
+///
+/// ```
+/// use wirespeed::spi::{Bus, DeviceConfig, Policy, Transfer};
+/// use wirespeed::backend::lab::LabSpi;
+/// use wirespeed_lab::{Lab, LabConfig, devices::Loopback};
+///
+/// let lab = Lab::new(LabConfig::default());
+/// let block = lab.spi_controller(Default::default());
+/// block.attach(0, Loopback::new());
+/// let bus = Bus::new(LabSpi::new(block), Policy::fast());
+/// let dev = bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+/// let mut rx = [0u8; 3];
+/// dev.sync(&mut [Transfer::duplex(&[1, 2, 3], &mut rx)]).unwrap();
+/// assert_eq!(rx, [1, 2, 3]);
+/// ```
+#[derive(Clone)]
+pub struct Bus {
+    pub(crate) inner: Arc<BusInner>,
+    pub(crate) _owner: Arc<PumpOwner>,
+}
+
+impl std::fmt::Debug for Bus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bus").field("controller", &self.inner.caps.name).field("policy", &self.inner.policy).finish()
+    }
+}
+
+impl Bus {
+    /// A bus on `controller`, run with `policy`. Starts the pump thread.
+    pub fn new(controller: impl Controller, policy: Policy) -> Bus {
+        let caps = controller.caps().clone();
+        let inner = Arc::new(BusInner {
+            hw: Mutex::new(BusHw { ctlr: Box::new(controller), caps: caps.clone(), setup: None, powered: true, cs_held: None }),
+            caps,
+            stats: Stats::new(policy.lockfree_stats),
+            policy,
+            irq_cost: IrqCost::measured(),
+            queue: Mutex::new(VecDeque::with_capacity(64)),
+            queue_len: AtomicUsize::new(0),
+            pump_cv: Condvar::new(),
+            pump_sleeping: AtomicBool::new(false),
+            pump_wakeups: AtomicU64::new(0),
+            last_activity_ns: AtomicU64::new(now().as_ns()),
+            powered: AtomicBool::new(true),
+            teardowns: AtomicU64::new(0),
+            shutdown: AtomicBool::new(false),
+            next_device_id: AtomicU64::new(1),
+        });
+        let thread = pump::spawn(inner.clone());
+        Bus { _owner: Arc::new(PumpOwner { inner: inner.clone(), thread: Some(thread) }), inner }
+    }
+
+    /// A device on this bus. Fails if the controller cannot serve its settings.
+    pub fn device(&self, cfg: DeviceConfig) -> Result<SpiDevice, InvalidMessage> {
+        super::plan::check_device(&cfg, &self.inner.caps)?;
+        let id = self.inner.next_device_id.fetch_add(1, Ordering::Relaxed);
+        Ok(SpiDevice::new(self.clone(), DeviceState { id, cfg, last_cs_off: AtomicU64::new(0) }))
+    }
+
+    /// The policy the bus runs with.
+    pub fn policy(&self) -> &Policy {
+        &self.inner.policy
+    }
+
+    /// The controller's capabilities.
+    pub fn caps(&self) -> &ControllerCaps {
+        &self.inner.caps
+    }
+
+    /// Statistics summed over every thread.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.inner.stats.snapshot()
+    }
+
+    /// How many times the pump thread has been woken: by the stack's signals
+    /// (queued work, power-up after teardown) and by its idle timer.
+    pub fn pump_wakeups(&self) -> u64 {
+        self.inner.pump_wakeups.load(Ordering::Relaxed)
+    }
+
+    /// How many times idle teardown powered the controller down.
+    pub fn teardowns(&self) -> u64 {
+        self.inner.teardowns.load(Ordering::Relaxed)
+    }
+
+    /// The current estimate of an interrupt wake-up's cost, in ns.
+    pub fn irq_wakeup_cost_ns(&self) -> u64 {
+        self.inner.irq_cost.get_ns()
+    }
+}

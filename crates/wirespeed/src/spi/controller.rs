@@ -1,0 +1,175 @@
+//! The [`Controller`] trait: what the SPI core needs from a controller driver.
+//!
+//! # For controller-driver authors
+//! A driver owns one controller block. The core calls it with the bus lock
+//! held, one message at a time, in this order per transfer: [`configure`]
+//! (only when mode, clock or word size change, unless the policy says
+//! otherwise), optionally [`preload`] (fill the TX FIFO before CS asserts),
+//! [`set_cs`], [`transfer`]. The driver offers both completion modes; the
+//! core decides which to use (see [`Completion`]). A driver never sleeps
+//! except when told to wait on its interrupt.
+//!
+//! # For users
+//! You do not call a controller yourself: hand it to [`Bus::new`](super::Bus::new).
+//!
+//! [`configure`]: Controller::configure
+//! [`preload`]: Controller::preload
+//! [`set_cs`]: Controller::set_cs
+//! [`transfer`]: Controller::transfer
+
+use super::transfer::{Data, Mode};
+use std::fmt;
+use wirespeed_time::Instant;
+
+/// How the controller derives SCLK from a requested speed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClockModel {
+    /// SCLK = `base_hz` / d for an integer d in `min_div..=max_div`.
+    Divider {
+        /// Input clock.
+        base_hz: u64,
+        /// Smallest divider.
+        min_div: u32,
+        /// Largest divider.
+        max_div: u32,
+    },
+    /// Any speed up to the maximum is produced exactly.
+    Exact,
+}
+
+/// What a controller can do.
+#[derive(Clone, Debug)]
+pub struct ControllerCaps {
+    /// Name, for errors and reports.
+    pub name: &'static str,
+    /// Fastest SCLK.
+    pub max_speed_hz: u32,
+    /// Slowest SCLK.
+    pub min_speed_hz: u32,
+    /// How SCLK is derived.
+    pub clock: ClockModel,
+    /// TX/RX FIFO depth in bytes.
+    pub fifo_bytes: u32,
+    /// Supported bits per word: bit n−1 set means n bits.
+    pub bits_per_word_mask: u32,
+    /// Native chip-select lines.
+    pub num_cs: u8,
+    /// Whether completion by polling is offered.
+    pub can_poll: bool,
+    /// Whether completion by interrupt is offered.
+    pub has_irq: bool,
+}
+
+impl ControllerCaps {
+    /// The SCLK the controller really produces for `requested_hz` (never faster).
+    pub fn actual_speed_hz(&self, requested_hz: u32) -> u32 {
+        match self.clock {
+            ClockModel::Exact => requested_hz.min(self.max_speed_hz),
+            ClockModel::Divider { base_hz, min_div, max_div } => {
+                let div = base_hz.div_ceil(u64::from(requested_hz.max(1))).clamp(u64::from(min_div), u64::from(max_div));
+                (base_hz / div) as u32
+            }
+        }
+    }
+    /// The divider for `requested_hz` (1 for [`ClockModel::Exact`]).
+    pub fn divider(&self, requested_hz: u32) -> u32 {
+        match self.clock {
+            ClockModel::Exact => 1,
+            ClockModel::Divider { base_hz, min_div, max_div } => {
+                base_hz.div_ceil(u64::from(requested_hz.max(1))).clamp(u64::from(min_div), u64::from(max_div)) as u32
+            }
+        }
+    }
+    /// Whether `bits` per word is supported.
+    pub fn supports_bits(&self, bits: u8) -> bool {
+        (1..=32).contains(&bits) && self.bits_per_word_mask & (1 << (bits - 1)) != 0
+    }
+}
+
+/// How the core waits for a transfer to finish.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completion {
+    /// Busy-poll the status register: no wake-up, the CPU spins for the wire time.
+    Poll,
+    /// Sleep on the controller's interrupt: the CPU is free, a wake-up is paid.
+    Irq,
+}
+
+/// When a transfer ran, as the driver saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransferTiming {
+    /// When the driver started the shifter (read only for interrupt
+    /// completions, where the core learns the wake-up cost from it).
+    pub started: Option<Instant>,
+    /// When the driver saw the transfer complete (drivers may leave it out
+    /// for polled transfers; the core then reads the clock only if a
+    /// deadline needs it).
+    pub completed: Option<Instant>,
+}
+
+/// A controller fault during a transfer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ControllerFault {
+    /// The transfer did not complete in time.
+    Timeout,
+    /// The controller flagged an error.
+    Fault(&'static str),
+}
+
+impl fmt::Display for ControllerFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ControllerFault::Timeout => write!(f, "timeout"),
+            ControllerFault::Fault(r) => write!(f, "{r}"),
+        }
+    }
+}
+
+/// A controller driver (the backend side of the SPI core).
+pub trait Controller: Send + 'static {
+    /// What the controller can do.
+    fn caps(&self) -> &ControllerCaps;
+    /// Sets mode, clock and word size for the next transfers.
+    fn configure(&mut self, mode: Mode, speed_hz: u32, bits: u8);
+    /// Drives native chip select `cs`.
+    fn set_cs(&mut self, cs: u8, active: bool);
+    /// Loads the first words of `data` into the TX FIFO without starting the
+    /// shifter; returns how many words were loaded (0 if not supported).
+    fn preload(&mut self, data: &Data<'_>, bits: u8) -> usize;
+    /// Shifts `data` (of which `preloaded` words are already in the FIFO) and
+    /// waits for completion in the given mode, at most `timeout_ns`.
+    fn transfer(
+        &mut self,
+        data: &mut Data<'_>,
+        bits: u8,
+        preloaded: usize,
+        completion: Completion,
+        timeout_ns: u64,
+    ) -> Result<TransferTiming, ControllerFault>;
+    /// Powers the block up (waiting until it is ready) or down (idle teardown).
+    fn set_power(&mut self, on: bool);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn divider_never_exceeds_requested_speed() {
+        let caps = ControllerCaps {
+            name: "t",
+            max_speed_hz: 100_000_000,
+            min_speed_hz: 1,
+            clock: ClockModel::Divider { base_hz: 200_000_000, min_div: 2, max_div: 1 << 20 },
+            fifo_bytes: 64,
+            bits_per_word_mask: 0x8080_8080,
+            num_cs: 4,
+            can_poll: true,
+            has_irq: true,
+        };
+        assert_eq!(caps.actual_speed_hz(20_000_000), 20_000_000);
+        assert_eq!(caps.actual_speed_hz(30_000_000), 28_571_428);
+        assert_eq!(caps.actual_speed_hz(500_000_000), 100_000_000);
+        assert!(caps.supports_bits(8) && caps.supports_bits(32) && !caps.supports_bits(12) && !caps.supports_bits(0));
+    }
+}

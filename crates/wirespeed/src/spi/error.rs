@@ -1,0 +1,190 @@
+//! Errors of the SPI core: what was wrong, which value, what is allowed.
+
+use std::fmt;
+
+/// Why a message was rejected before anything was sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InvalidMessage {
+    /// The message has no transfers.
+    Empty,
+    /// A transfer has neither a TX nor an RX buffer, or both are empty.
+    EmptyTransfer {
+        /// Index of the transfer in the message.
+        index: usize,
+    },
+    /// TX and RX buffers of one transfer differ in length.
+    LengthMismatch {
+        /// Index of the transfer.
+        index: usize,
+        /// TX length in bytes.
+        tx: usize,
+        /// RX length in bytes.
+        rx: usize,
+    },
+    /// A transfer's length is not a whole number of words.
+    PartialWord {
+        /// Index of the transfer.
+        index: usize,
+        /// Length in bytes.
+        len: usize,
+        /// Bytes per word at this transfer's bits per word.
+        word_bytes: usize,
+    },
+    /// A speed of 0 Hz.
+    ZeroSpeed {
+        /// Index of the transfer (None: the device's own setting).
+        index: Option<usize>,
+    },
+    /// A speed above what the device or the controller allows.
+    SpeedTooHigh {
+        /// Index of the transfer (None: the device's own setting).
+        index: Option<usize>,
+        /// Requested speed.
+        requested_hz: u32,
+        /// Highest allowed speed.
+        max_hz: u32,
+    },
+    /// A speed below what the controller can divide down to.
+    SpeedTooLow {
+        /// Index of the transfer (None: the device's own setting).
+        index: Option<usize>,
+        /// Requested speed.
+        requested_hz: u32,
+        /// Lowest possible speed.
+        min_hz: u32,
+    },
+    /// Bits per word the controller cannot shift.
+    UnsupportedBitsPerWord {
+        /// Index of the transfer (None: the device's own setting).
+        index: Option<usize>,
+        /// Requested bits per word.
+        bits: u8,
+        /// Bit mask of supported values: bit n−1 set means n bits are supported.
+        supported_mask: u32,
+    },
+    /// A prepared message was run on a device it was not prepared for.
+    WrongDevice,
+    /// A chip select the controller does not have.
+    NoSuchChipSelect {
+        /// Requested line.
+        cs: u8,
+        /// Number of native lines.
+        available: u8,
+    },
+}
+
+fn at(index: Option<usize>) -> String {
+    index.map_or_else(|| "device setting".to_owned(), |i| format!("transfer {i}"))
+}
+
+fn list_bits(mask: u32) -> String {
+    let v: Vec<String> = (1..=32).filter(|b| mask & (1 << (b - 1)) != 0).map(|b: u32| b.to_string()).collect();
+    v.join(", ")
+}
+
+impl fmt::Display for InvalidMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InvalidMessage::Empty => write!(f, "empty message: a message needs at least one transfer"),
+            InvalidMessage::EmptyTransfer { index } => {
+                write!(f, "transfer {index} moves no data: give it a non-empty TX or RX buffer")
+            }
+            InvalidMessage::LengthMismatch { index, tx, rx } => write!(
+                f,
+                "transfer {index}: TX is {tx} bytes but RX is {rx} bytes; a full-duplex transfer needs equal lengths"
+            ),
+            InvalidMessage::PartialWord { index, len, word_bytes } => write!(
+                f,
+                "transfer {index}: {len} bytes is not a whole number of {word_bytes}-byte words"
+            ),
+            InvalidMessage::ZeroSpeed { index } => {
+                write!(f, "{}: speed 0 Hz; give a speed above 0 Hz", at(*index))
+            }
+            InvalidMessage::SpeedTooHigh { index, requested_hz, max_hz } => write!(
+                f,
+                "{}: speed {requested_hz} Hz is above the maximum of {max_hz} Hz",
+                at(*index)
+            ),
+            InvalidMessage::SpeedTooLow { index, requested_hz, min_hz } => write!(
+                f,
+                "{}: speed {requested_hz} Hz is below the controller's minimum of {min_hz} Hz",
+                at(*index)
+            ),
+            InvalidMessage::UnsupportedBitsPerWord { index, bits, supported_mask } => write!(
+                f,
+                "{}: {bits} bits per word is not supported; allowed: {}",
+                at(*index),
+                list_bits(*supported_mask)
+            ),
+            InvalidMessage::WrongDevice => {
+                write!(f, "this prepared message belongs to another device; prepare it with the device that runs it")
+            }
+            InvalidMessage::NoSuchChipSelect { cs, available } => write!(
+                f,
+                "chip select {cs} does not exist; the controller has {available} (0..{available})"
+            ),
+        }
+    }
+}
+
+/// An error from the SPI core.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SpiError {
+    /// The message was rejected; nothing was sent.
+    Invalid(InvalidMessage),
+    /// The controller did not finish a transfer in time.
+    Timeout {
+        /// Index of the transfer.
+        index: usize,
+        /// How long the core waited, in µs.
+        waited_us: u64,
+    },
+    /// The controller reported a fault (FIFO over/underflow, refused start, …).
+    Controller {
+        /// Index of the transfer.
+        index: usize,
+        /// What the controller driver said.
+        reason: &'static str,
+    },
+    /// A GPIO chip select could not be driven.
+    ChipSelect(String),
+    /// The bus was shut down.
+    BusGone,
+}
+
+impl fmt::Display for SpiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpiError::Invalid(e) => write!(f, "invalid SPI message: {e}"),
+            SpiError::Timeout { index, waited_us } => {
+                write!(f, "transfer {index} did not complete within {waited_us} µs")
+            }
+            SpiError::Controller { index, reason } => write!(f, "transfer {index}: controller fault: {reason}"),
+            SpiError::ChipSelect(e) => write!(f, "chip select: {e}"),
+            SpiError::BusGone => write!(f, "the SPI bus has been shut down"),
+        }
+    }
+}
+
+impl std::error::Error for SpiError {}
+impl std::error::Error for InvalidMessage {}
+
+impl From<InvalidMessage> for SpiError {
+    fn from(e: InvalidMessage) -> Self {
+        SpiError::Invalid(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_say_what_is_allowed() {
+        let e = SpiError::from(InvalidMessage::UnsupportedBitsPerWord { index: Some(2), bits: 12, supported_mask: 0x8080 });
+        assert_eq!(e.to_string(), "invalid SPI message: transfer 2: 12 bits per word is not supported; allowed: 8, 16");
+        let e = InvalidMessage::SpeedTooHigh { index: None, requested_hz: 50_000_000, max_hz: 20_000_000 };
+        assert!(e.to_string().contains("device setting"));
+        assert!(e.to_string().contains("20000000"));
+    }
+}

@@ -1,0 +1,279 @@
+//! The executor: runs one validated message on the controller, with the bus
+//! held. Shared by the caller-context fast path, the pump thread, prepared
+//! messages and embedded-hal transactions.
+//!
+//! Chip select is always released when a transfer fails, whatever the policy.
+
+use super::controller::{Completion, Controller, ControllerCaps, ControllerFault};
+use super::device::{ChipSelect, DeviceConfig};
+use super::error::{InvalidMessage, SpiError};
+use super::plan::{plan_step, Step};
+use super::policy::Policy;
+use super::stats::Stats;
+use super::transfer::{Data, Mode, Transfer};
+use super::waits::{classic_delay_ns, wait_until};
+use super::wakeup::IrqCost;
+use std::sync::atomic::{AtomicU64, Ordering};
+use wirespeed_time::{now, Deadline, Instant};
+
+/// The kernel's `cs_change` delay when none is given (`_spi_transfer_cs_change_delay_exec`).
+pub(crate) const KERNEL_CS_CHANGE_DEFAULT_NS: u32 = 10_000;
+
+/// A device as the executor sees it.
+#[derive(Debug)]
+pub(crate) struct DeviceState {
+    pub id: u64,
+    pub cfg: DeviceConfig,
+    /// When this device's CS last went inactive (ns on the monotonic clock).
+    pub last_cs_off: AtomicU64,
+}
+
+/// The hardware side of a bus, owned by whoever holds the bus.
+pub(crate) struct BusHw {
+    pub ctlr: Box<dyn Controller>,
+    pub caps: ControllerCaps,
+    pub setup: Option<(Mode, u32, u8)>,
+    pub powered: bool,
+    /// A device whose CS was left active by `cs_change` on a message's last transfer.
+    pub cs_held: Option<(u64, ChipSelect)>,
+}
+
+impl std::fmt::Debug for BusHw {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BusHw").field("caps", &self.caps).field("powered", &self.powered).finish()
+    }
+}
+
+/// A message the executor can run: a count of transfers, each with a step and data.
+pub(crate) trait MessageSource {
+    fn count(&self) -> usize;
+    fn step(&self, i: usize, dev: &DeviceConfig, caps: &ControllerCaps) -> Result<Step, InvalidMessage>;
+    fn data(&mut self, i: usize) -> Data<'_>;
+}
+
+pub(crate) fn reborrow<'b>(d: &'b mut Data<'_>) -> Data<'b> {
+    match d {
+        Data::Write(b) => Data::Write(b),
+        Data::Read(b) => Data::Read(b),
+        Data::Duplex(t, r) => Data::Duplex(t, r),
+        Data::InPlace(b) => Data::InPlace(b),
+    }
+}
+
+impl MessageSource for [Transfer<'_>] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn step(&self, i: usize, dev: &DeviceConfig, caps: &ControllerCaps) -> Result<Step, InvalidMessage> {
+        plan_step(i, &self[i], dev, caps)
+    }
+    fn data(&mut self, i: usize) -> Data<'_> {
+        reborrow(&mut self[i].data)
+    }
+}
+
+/// Context of one execution.
+pub(crate) struct ExecCtx<'a> {
+    pub policy: &'a Policy,
+    pub stats: &'a Stats,
+    pub irq_cost: &'a IrqCost,
+}
+
+/// Drives a chip select. The edge's instant is read afterwards only when a
+/// deadline depends on it (`stamp`), so that zero CS times cost no clock read.
+fn drive_cs(hw: &mut BusHw, cs: &ChipSelect, active: bool, stamp: bool) -> Result<Instant, SpiError> {
+    match cs {
+        ChipSelect::Native(n) => hw.ctlr.set_cs(*n, active),
+        ChipSelect::Gpio(pin) => pin.set_active(active).map_err(SpiError::ChipSelect)?,
+        ChipSelect::None => {}
+    }
+    Ok(if stamp { now() } else { Instant::ZERO })
+}
+
+fn wait_or_delay(policy: &Policy, from: Instant, ns: u32) {
+    if policy.cs_deadlines {
+        if ns > 0 {
+            wait_until(Deadline::after_ns_from(from, u64::from(ns)));
+        }
+    } else {
+        classic_delay_ns(ns);
+    }
+}
+
+fn choose_completion(policy: &Policy, caps: &ControllerCaps, wire_ns: u64, irq_cost: &IrqCost) -> Completion {
+    if !caps.has_irq {
+        Completion::Poll
+    } else if !caps.can_poll || !policy.adaptive_completion {
+        Completion::Irq
+    } else if wire_ns < policy.poll_below_ns.unwrap_or_else(|| irq_cost.get_ns()) {
+        Completion::Poll
+    } else {
+        Completion::Irq
+    }
+}
+
+/// Powers the controller up if idle teardown powered it down. Returns true if
+/// it did (the caller then tells the pump to arm its idle timer again).
+pub(crate) fn ensure_powered(hw: &mut BusHw) -> bool {
+    if hw.powered {
+        return false;
+    }
+    hw.ctlr.set_power(true);
+    hw.powered = true;
+    hw.setup = None;
+    true
+}
+
+/// Releases a CS left active by a previous message's final `cs_change`.
+pub(crate) fn release_held_cs(hw: &mut BusHw, devices_last_off: Option<&AtomicU64>) -> Result<(), SpiError> {
+    if let Some((_, cs)) = hw.cs_held.take() {
+        let t = drive_cs(hw, &cs, false, true)?;
+        if let Some(a) = devices_last_off {
+            a.store(t.as_ns(), Ordering::Relaxed);
+        }
+    }
+    Ok(())
+}
+
+/// Runs `msg` for `dev`. Validation must have passed (prepared messages) or
+/// is re-checked step by step here (cheap: the same arithmetic).
+pub(crate) fn execute<M: MessageSource + ?Sized>(
+    hw: &mut BusHw,
+    dev: &DeviceState,
+    ctx: &ExecCtx<'_>,
+    msg: &mut M,
+) -> Result<(), SpiError> {
+    let mut cs_active = matches!(hw.cs_held, Some((id, _)) if id == dev.id);
+    if !cs_active {
+        release_held_cs(hw, None)?;
+    } else {
+        hw.cs_held = None;
+    }
+    let result = run_steps(hw, dev, ctx, msg, &mut cs_active);
+    if result.is_err() && cs_active {
+        if let Ok(t) = drive_cs(hw, &dev.cfg.cs, false, true) {
+            dev.last_cs_off.store(t.as_ns(), Ordering::Relaxed);
+        }
+        hw.cs_held = None;
+    }
+    result
+}
+
+fn run_steps<M: MessageSource + ?Sized>(
+    hw: &mut BusHw,
+    dev: &DeviceState,
+    ctx: &ExecCtx<'_>,
+    msg: &mut M,
+    cs_active: &mut bool,
+) -> Result<(), SpiError> {
+    let policy = ctx.policy;
+    let cfg = &dev.cfg;
+    let n = msg.count();
+    for i in 0..n {
+        let st = msg.step(i, cfg, &hw.caps)?;
+        let setup = (cfg.mode, st.speed_hz, st.bits);
+        if !policy.skip_redundant_setup || hw.setup != Some(setup) {
+            let actual = hw.caps.actual_speed_hz(st.speed_hz);
+            hw.ctlr.configure(cfg.mode, actual, st.bits);
+            hw.setup = Some(setup);
+        }
+        let mut data = msg.data(i);
+        let mut preloaded = 0;
+        if !*cs_active {
+            if policy.preload_fifo && st.word_delay_ns == 0 {
+                preloaded = hw.ctlr.preload(&data, st.bits);
+            }
+            if policy.cs_deadlines && cfg.cs_inactive_ns > 0 {
+                let off = Instant::from_ns(dev.last_cs_off.load(Ordering::Relaxed));
+                wait_until(Deadline::after_ns_from(off, u64::from(cfg.cs_inactive_ns)));
+            }
+            let on = drive_cs(hw, &cfg.cs, true, cfg.cs_setup_ns > 0)?;
+            *cs_active = true;
+            wait_or_delay(policy, on, cfg.cs_setup_ns);
+        }
+        if st.delay_before_ns > 0 {
+            wait_or_delay(policy, now(), st.delay_before_ns);
+        }
+        let completion = choose_completion(policy, &hw.caps, st.wire_ns, ctx.irq_cost);
+        let timeout_ns = st.wire_ns.saturating_mul(4).saturating_add(200_000_000);
+        let timing = if st.word_delay_ns > 0 {
+            run_word_by_word(hw, &mut data, &st, policy, timeout_ns)
+        } else {
+            hw.ctlr.transfer(&mut data, st.bits, preloaded, completion, timeout_ns)
+        }
+        .map_err(|f| match f {
+            ControllerFault::Timeout => SpiError::Timeout { index: i, waited_us: timeout_ns / 1_000 },
+            ControllerFault::Fault(reason) => SpiError::Controller { index: i, reason },
+        })?;
+        if let (Completion::Irq, Some(started), Some(done), 0) =
+            (completion, timing.started, timing.completed, st.word_delay_ns)
+        {
+            ctx.irq_cost.observe(done.ns_since(started.add_ns(st.wire_ns)));
+        }
+        ctx.stats.transfer(st.tx, st.rx, st.len);
+        let needs_end = st.delay_after_ns > 0 || cfg.cs_hold_ns > 0;
+        let completed = match timing.completed {
+            Some(t) => t,
+            None if needs_end => now(),
+            None => Instant::ZERO,
+        };
+        wait_or_delay(policy, completed, st.delay_after_ns);
+        let last = i + 1 == n;
+        // Kernel cs_change: toggle CS after a middle transfer, keep it after the last one.
+        if st.cs_change != last {
+            wait_or_delay(policy, completed, cfg.cs_hold_ns);
+            let needs_stamp = cfg.cs_inactive_ns > 0 || (st.cs_change && !last);
+            let off = drive_cs(hw, &cfg.cs, false, needs_stamp)?;
+            if needs_stamp {
+                dev.last_cs_off.store(off.as_ns(), Ordering::Relaxed);
+            }
+            *cs_active = false;
+            if !last {
+                let gap = match (policy.cs_deadlines, st.cs_change_delay_ns) {
+                    (true, Some(d)) => d,
+                    (true, None) => cfg.cs_inactive_ns,
+                    (false, None | Some(0)) => KERNEL_CS_CHANGE_DEFAULT_NS,
+                    (false, Some(d)) => d,
+                };
+                wait_or_delay(policy, off, gap);
+            } else if !policy.cs_deadlines {
+                classic_delay_ns(cfg.cs_inactive_ns);
+            }
+        }
+    }
+    if *cs_active {
+        hw.cs_held = Some((dev.id, cfg.cs.clone()));
+    }
+    Ok(())
+}
+
+/// A transfer with a pause between words: one word per burst.
+fn run_word_by_word(
+    hw: &mut BusHw,
+    data: &mut Data<'_>,
+    st: &Step,
+    policy: &Policy,
+    timeout_ns: u64,
+) -> Result<super::controller::TransferTiming, ControllerFault> {
+    let wb = super::plan::word_bytes(st.bits);
+    let words = st.len / wb;
+    let mut first = None;
+    let mut last = None;
+    for w in 0..words {
+        let r = w * wb..(w + 1) * wb;
+        let mut one = match data {
+            Data::Write(b) => Data::Write(&b[r]),
+            Data::Read(b) => Data::Read(&mut b[r]),
+            Data::Duplex(t, x) => Data::Duplex(&t[r.clone()], &mut x[r]),
+            Data::InPlace(b) => Data::InPlace(&mut b[r]),
+        };
+        let t = hw.ctlr.transfer(&mut one, st.bits, 0, Completion::Poll, timeout_ns)?;
+        let done = t.completed.unwrap_or_else(now);
+        first.get_or_insert(t.started.unwrap_or(done));
+        last = Some(done);
+        if w + 1 < words {
+            wait_or_delay(policy, done, st.word_delay_ns);
+        }
+    }
+    Ok(super::controller::TransferTiming { started: first, completed: last })
+}

@@ -1,0 +1,328 @@
+//! Prepared messages: validated once, then run any number of times with no
+//! validation and no allocation; and the async path built on them.
+//!
+//! A [`PreparedMessage`] owns its buffers. Between runs only TX contents may
+//! change ([`PreparedMessage::tx_mut`]); lengths, speeds and CS behaviour are
+//! fixed, which is what lets the core skip validation.
+//!
+//! ```
+//! use wirespeed::spi::{Bus, DeviceConfig, OwnedTransfer, Policy};
+//! use wirespeed::backend::lab::LabSpi;
+//! use wirespeed_lab::{Lab, LabConfig, devices::Loopback};
+//!
+//! let lab = Lab::new(LabConfig::default());
+//! let block = lab.spi_controller(Default::default());
+//! block.attach(0, Loopback::new());
+//! let dev = Bus::new(LabSpi::new(block), Policy::fast()).device(DeviceConfig::new(0, 20_000_000)).unwrap();
+//! let mut status = dev.prepare(vec![OwnedTransfer::duplex(vec![0x30, 0x00, 0, 0])]).unwrap();
+//! for i in 0..3u8 {
+//!     status.tx_mut(0).unwrap()[3] = i;
+//!     dev.run(&mut status).unwrap();
+//!     assert_eq!(status.rx(0).unwrap()[3], i);
+//! }
+//! // Async: the message travels to the pump and comes back.
+//! let pending = dev.submit(status);
+//! let (status, result) = pending.wait();
+//! result.unwrap();
+//! assert_eq!(status.rx(0).unwrap()[0], 0x30);
+//! ```
+
+use super::controller::ControllerCaps;
+use super::device::DeviceConfig;
+use super::error::{InvalidMessage, SpiError};
+use super::exec::{DeviceState, MessageSource};
+use super::plan::{plan_step, Step};
+use super::transfer::{Data, Transfer};
+use std::fmt;
+use std::sync::{Arc, Condvar, Mutex};
+use wirespeed_time::Instant;
+
+#[derive(Debug)]
+enum Buffers {
+    Write(Vec<u8>),
+    Read(Vec<u8>),
+    Duplex(Vec<u8>, Vec<u8>),
+}
+
+/// One transfer of a prepared message, owning its buffers.
+#[derive(Debug)]
+pub struct OwnedTransfer {
+    buffers: Buffers,
+    /// See [`Transfer::speed_hz`].
+    pub speed_hz: u32,
+    /// See [`Transfer::bits_per_word`].
+    pub bits_per_word: u8,
+    /// See [`Transfer::delay_after_ns`].
+    pub delay_after_ns: u32,
+    /// See [`Transfer::cs_change`].
+    pub cs_change: bool,
+    /// See [`Transfer::cs_change_delay_ns`].
+    pub cs_change_delay_ns: Option<u32>,
+    /// See [`Transfer::word_delay_ns`].
+    pub word_delay_ns: u32,
+}
+
+impl OwnedTransfer {
+    fn new(buffers: Buffers) -> OwnedTransfer {
+        OwnedTransfer {
+            buffers,
+            speed_hz: 0,
+            bits_per_word: 0,
+            delay_after_ns: 0,
+            cs_change: false,
+            cs_change_delay_ns: None,
+            word_delay_ns: 0,
+        }
+    }
+    /// Sends `tx`.
+    pub fn write(tx: Vec<u8>) -> OwnedTransfer {
+        OwnedTransfer::new(Buffers::Write(tx))
+    }
+    /// Receives `len` bytes.
+    pub fn read(len: usize) -> OwnedTransfer {
+        OwnedTransfer::new(Buffers::Read(vec![0; len]))
+    }
+    /// Sends `tx` and receives as many bytes.
+    pub fn duplex(tx: Vec<u8>) -> OwnedTransfer {
+        let n = tx.len();
+        OwnedTransfer::new(Buffers::Duplex(tx, vec![0; n]))
+    }
+    /// Overrides the clock.
+    #[must_use]
+    pub fn speed_hz(mut self, hz: u32) -> Self {
+        self.speed_hz = hz;
+        self
+    }
+    /// Overrides bits per word.
+    #[must_use]
+    pub fn bits_per_word(mut self, bits: u8) -> Self {
+        self.bits_per_word = bits;
+        self
+    }
+    /// Waits after the transfer.
+    #[must_use]
+    pub fn delay_after_ns(mut self, ns: u32) -> Self {
+        self.delay_after_ns = ns;
+        self
+    }
+    /// Sets `cs_change`.
+    #[must_use]
+    pub fn cs_change(mut self, delay_ns: Option<u32>) -> Self {
+        self.cs_change = true;
+        self.cs_change_delay_ns = delay_ns;
+        self
+    }
+
+    fn view(&mut self) -> Transfer<'_> {
+        let data = match &mut self.buffers {
+            Buffers::Write(t) => Data::Write(t),
+            Buffers::Read(r) => Data::Read(r),
+            Buffers::Duplex(t, r) => Data::Duplex(t, r),
+        };
+        Transfer {
+            data,
+            speed_hz: self.speed_hz,
+            bits_per_word: self.bits_per_word,
+            delay_after_ns: self.delay_after_ns,
+            cs_change: self.cs_change,
+            cs_change_delay_ns: self.cs_change_delay_ns,
+            word_delay_ns: self.word_delay_ns,
+        }
+    }
+}
+
+/// What a finished async message hands back.
+pub type Finished = (PreparedMessage, Result<(), SpiError>);
+
+pub(crate) type Callback = Box<dyn FnOnce(PreparedMessage, Result<(), SpiError>) + Send>;
+
+#[derive(Default)]
+struct SlotState {
+    done: Option<Finished>,
+    abandoned: bool,
+    /// A thread sleeps on the slot: only then is a wake-up worth a system call.
+    waiting: bool,
+}
+
+pub(crate) struct Slot {
+    state: Mutex<SlotState>,
+    cv: Condvar,
+}
+
+/// A message validated once for one device.
+pub struct PreparedMessage {
+    device_id: u64,
+    transfers: Vec<OwnedTransfer>,
+    steps: Vec<Step>,
+    slot: Arc<Slot>,
+}
+
+impl fmt::Debug for PreparedMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PreparedMessage").field("device", &self.device_id).field("transfers", &self.transfers).finish()
+    }
+}
+
+impl PreparedMessage {
+    pub(crate) fn new(
+        device_id: u64,
+        mut transfers: Vec<OwnedTransfer>,
+        dev: &DeviceConfig,
+        caps: &ControllerCaps,
+    ) -> Result<PreparedMessage, InvalidMessage> {
+        if transfers.is_empty() {
+            return Err(InvalidMessage::Empty);
+        }
+        let steps = transfers
+            .iter_mut()
+            .enumerate()
+            .map(|(i, t)| plan_step(i, &t.view(), dev, caps))
+            .collect::<Result<Vec<_>, _>>()?;
+        let slot = Arc::new(Slot { state: Mutex::new(SlotState::default()), cv: Condvar::new() });
+        Ok(PreparedMessage { device_id, transfers, steps, slot })
+    }
+
+    pub(crate) fn device_id(&self) -> u64 {
+        self.device_id
+    }
+
+    /// Number of transfers.
+    pub fn len(&self) -> usize {
+        self.transfers.len()
+    }
+
+    /// Whether the message has no transfers (never true: preparing rejects that).
+    pub fn is_empty(&self) -> bool {
+        self.transfers.is_empty()
+    }
+
+    /// The TX bytes of transfer `i`, to change before the next run.
+    pub fn tx_mut(&mut self, i: usize) -> Option<&mut [u8]> {
+        match &mut self.transfers.get_mut(i)?.buffers {
+            Buffers::Write(t) | Buffers::Duplex(t, _) => Some(t),
+            Buffers::Read(_) => None,
+        }
+    }
+
+    /// The RX bytes of transfer `i` from the last run.
+    pub fn rx(&self, i: usize) -> Option<&[u8]> {
+        match &self.transfers.get(i)?.buffers {
+            Buffers::Read(r) | Buffers::Duplex(_, r) => Some(r),
+            Buffers::Write(_) => None,
+        }
+    }
+
+    /// Expected wire time of one run, in ns.
+    pub fn wire_ns(&self) -> u64 {
+        self.steps.iter().map(|s| s.wire_ns).sum()
+    }
+}
+
+impl MessageSource for PreparedMessage {
+    fn count(&self) -> usize {
+        self.steps.len()
+    }
+    #[inline]
+    fn step(&self, i: usize, _dev: &DeviceConfig, _caps: &ControllerCaps) -> Result<Step, InvalidMessage> {
+        Ok(self.steps[i])
+    }
+    #[inline]
+    fn data(&mut self, i: usize) -> Data<'_> {
+        match &mut self.transfers[i].buffers {
+            Buffers::Write(t) => Data::Write(t),
+            Buffers::Read(r) => Data::Read(r),
+            Buffers::Duplex(t, r) => Data::Duplex(t, r),
+        }
+    }
+}
+
+/// An async message in flight.
+pub(crate) struct AsyncJob {
+    pub dev: Arc<DeviceState>,
+    pub msg: PreparedMessage,
+    pub submitted: Instant,
+    pub callback: Option<Callback>,
+}
+
+impl AsyncJob {
+    pub(crate) fn complete(self, r: Result<(), SpiError>) {
+        if let Some(cb) = self.callback {
+            cb(self.msg, r);
+            return;
+        }
+        let slot = self.msg.slot.clone();
+        let mut st = slot.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.abandoned {
+            st.abandoned = false;
+            return; // the handle was dropped: the message goes with it
+        }
+        st.done = Some((self.msg, r));
+        if st.waiting {
+            slot.cv.notify_all();
+        }
+    }
+}
+
+/// The handle of an async message: wait for it, or poll it.
+pub struct Pending {
+    slot: Option<Arc<Slot>>,
+}
+
+impl fmt::Debug for Pending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pending").field("done", &self.is_done()).finish()
+    }
+}
+
+impl Pending {
+    pub(crate) fn new(slot: Arc<Slot>) -> Pending {
+        Pending { slot: Some(slot) }
+    }
+
+    /// Whether the message has completed.
+    pub fn is_done(&self) -> bool {
+        self.slot.as_ref().is_some_and(|s| s.state.lock().unwrap_or_else(|e| e.into_inner()).done.is_some())
+    }
+
+    /// Blocks until the message completes; returns it with its result.
+    pub fn wait(mut self) -> Finished {
+        let slot = self.slot.take().expect("a Pending is waited once");
+        let mut st = slot.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(f) = st.done.take() {
+                st.waiting = false;
+                return f;
+            }
+            st.waiting = true;
+            st = slot.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Returns the message if it has completed, else the handle back.
+    pub fn try_take(self) -> Result<Finished, Pending> {
+        if self.is_done() {
+            Ok(self.wait())
+        } else {
+            Err(self)
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            let mut st = slot.state.lock().unwrap_or_else(|e| e.into_inner());
+            if st.done.take().is_none() {
+                st.abandoned = true;
+            }
+        }
+    }
+}
+
+pub(crate) fn slot_of(m: &PreparedMessage) -> Arc<Slot> {
+    m.slot.clone()
+}
+
+pub(crate) fn boxed_callback(f: impl FnOnce(PreparedMessage, Result<(), SpiError>) + Send + 'static) -> Callback {
+    Box::new(f)
+}

@@ -1,0 +1,186 @@
+//! The pump thread: runs queued work and tears the bus down when idle.
+//!
+//! It sleeps until there is queued work, or until `idle_delay` after the last
+//! message if the controller is powered. It is woken by: an async submit, a
+//! sync message that found the bus busy, a power-up after teardown (once per
+//! idle period), and — only with `quiet_pump` off — after every message.
+
+use super::bus::BusInner;
+use super::error::SpiError;
+use super::exec::{DeviceState, MessageSource};
+use super::prepared::AsyncJob;
+use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+use wirespeed_time::now;
+
+/// A sync message waiting on the pump; lives on the caller's stack.
+pub(crate) struct SyncJob<'a> {
+    dev: &'a DeviceState,
+    msg: NonNull<dyn MessageSource + 'a>,
+    done: Mutex<Option<Result<(), SpiError>>>,
+    cv: Condvar,
+}
+
+/// Work for the pump.
+pub(crate) enum Job {
+    /// A caller waits for this message (pointer to its stack).
+    Sync(NonNull<SyncJob<'static>>),
+    /// An owned message with a completion slot.
+    Async(AsyncJob),
+    /// Nothing to run: look for idle work (the classic policy's wake after each message).
+    IdleCheck,
+}
+
+// SAFETY: a `Job::Sync` points to a `SyncJob` whose owner blocks until the
+// pump has stored a result and will not touch the job afterwards; the
+// message it points to is only used by the pump in between.
+unsafe impl Send for Job {}
+
+/// Hands a sync message to the pump and waits for it.
+pub(crate) fn sync_via_pump<M: MessageSource + ?Sized>(
+    inner: &BusInner,
+    dev: &DeviceState,
+    msg: &mut M,
+) -> Result<(), SpiError> {
+    if inner.shutdown.load(Ordering::Acquire) {
+        return Err(SpiError::BusGone);
+    }
+    let mut mref = MsgRef(msg);
+    let job = SyncJob {
+        dev,
+        msg: NonNull::from(&mut mref as &mut (dyn MessageSource + '_)),
+        done: Mutex::new(None),
+        cv: Condvar::new(),
+    };
+    let ptr = NonNull::from(&job).cast::<SyncJob<'static>>();
+    inner.enqueue(Job::Sync(ptr));
+    let mut g = job.done.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if let Some(r) = g.take() {
+            return r;
+        }
+        g = job.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// Adapts `&mut M` (possibly unsized) to a sized `dyn MessageSource`.
+struct MsgRef<'m, M: MessageSource + ?Sized>(&'m mut M);
+
+impl<M: MessageSource + ?Sized> MessageSource for MsgRef<'_, M> {
+    fn count(&self) -> usize {
+        self.0.count()
+    }
+    fn step(
+        &self,
+        i: usize,
+        dev: &super::DeviceConfig,
+        caps: &super::ControllerCaps,
+    ) -> Result<super::plan::Step, super::InvalidMessage> {
+        self.0.step(i, dev, caps)
+    }
+    fn data(&mut self, i: usize) -> super::Data<'_> {
+        self.0.data(i)
+    }
+}
+
+pub(crate) fn spawn(inner: Arc<BusInner>) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name(format!("spi-pump-{}", inner.caps.name))
+        .spawn(move || run(&inner))
+        .expect("cannot start the SPI pump thread")
+}
+
+fn run(inner: &BusInner) {
+    let mut q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if inner.shutdown.load(Ordering::Acquire) {
+            let left: Vec<Job> = q.drain(..).collect();
+            drop(q);
+            for job in left {
+                complete(job, Err(SpiError::BusGone));
+            }
+            return;
+        }
+        if q.is_empty() {
+            if inner.powered.load(Ordering::Acquire) {
+                let idle_at = inner.last_activity_ns.load(Ordering::Relaxed) + inner.policy.idle_delay.as_nanos() as u64;
+                let t = now().as_ns();
+                if t >= idle_at {
+                    drop(q);
+                    teardown_if_idle(inner);
+                    q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+                    continue;
+                }
+                inner.pump_sleeping.store(true, Ordering::Relaxed);
+                let (g, res) = inner.pump_cv.wait_timeout(q, Duration::from_nanos(idle_at - t)).unwrap_or_else(|e| e.into_inner());
+                q = g;
+                if res.timed_out() {
+                    inner.pump_wakeups.fetch_add(1, Ordering::Relaxed);
+                }
+            } else {
+                inner.pump_sleeping.store(true, Ordering::Relaxed);
+                q = inner.pump_cv.wait(q).unwrap_or_else(|e| e.into_inner());
+            }
+            inner.pump_sleeping.store(false, Ordering::Relaxed);
+            continue;
+        }
+        // Take the bus first, then jobs: see the ordering note in bus.rs.
+        drop(q);
+        let mut hw = inner.lock_hw();
+        q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some(job) = q.pop_front() {
+            inner.queue_len.fetch_sub(1, Ordering::AcqRel);
+            drop(q);
+            match job {
+                Job::IdleCheck => {}
+                Job::Sync(ptr) => {
+                    // SAFETY: see `unsafe impl Send for Job`.
+                    let sj = unsafe { ptr.as_ref() };
+                    // SAFETY: the message is exclusively ours until `done` is set.
+                    let msg = unsafe { &mut *sj.msg.as_ptr() };
+                    let (r, _) = inner.run_locked(&mut hw, sj.dev, msg);
+                    complete(Job::Sync(ptr), r);
+                }
+                Job::Async(mut aj) => {
+                    let t0 = aj.submitted;
+                    let (r, end) = inner.run_locked(&mut hw, &aj.dev, &mut aj.msg);
+                    inner.finish(t0, end, false, &r);
+                    aj.complete(r);
+                }
+            }
+            q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+        }
+        drop(q);
+        drop(hw);
+        q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+fn complete(job: Job, r: Result<(), SpiError>) {
+    match job {
+        Job::Sync(ptr) => {
+            // SAFETY: the owner is blocked on `done` until we set it; after
+            // `notify` under the lock we never touch the job again.
+            let sj = unsafe { ptr.as_ref() };
+            let mut g = sj.done.lock().unwrap_or_else(|e| e.into_inner());
+            *g = Some(r);
+            sj.cv.notify_one();
+        }
+        Job::Async(aj) => aj.complete(r),
+        Job::IdleCheck => {}
+    }
+}
+
+fn teardown_if_idle(inner: &BusInner) {
+    let mut hw = inner.lock_hw();
+    let idle_at = inner.last_activity_ns.load(Ordering::Relaxed) + inner.policy.idle_delay.as_nanos() as u64;
+    if hw.powered && now().as_ns() >= idle_at && inner.queue_len.load(Ordering::Acquire) == 0 {
+        let _ = super::exec::release_held_cs(&mut hw, None);
+        hw.ctlr.set_power(false);
+        hw.powered = false;
+        inner.powered.store(false, Ordering::Release);
+        inner.teardowns.fetch_add(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,230 @@
+//! Bus statistics: exact counts with no lock on the hot path.
+//!
+//! With [`Policy::lockfree_stats`](super::Policy::lockfree_stats) on, each
+//! thread that uses a bus gets its own shard of counters, written only by that
+//! thread (a relaxed load and store, no atomic read-modify-write) and summed
+//! when read. Off, every update takes one shared mutex, as the kernel's
+//! `SPI_STATISTICS_ADD_TO_FIELD` did.
+
+mod histogram;
+mod shard;
+
+pub use histogram::{LatencyHistogram, SIZE_BUCKETS};
+use shard::{Counter, Shard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A snapshot of a bus's statistics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    /// Messages completed (successfully or not).
+    pub messages: u64,
+    /// Transfers completed.
+    pub transfers: u64,
+    /// Bytes sent.
+    pub bytes_tx: u64,
+    /// Bytes received.
+    pub bytes_rx: u64,
+    /// Messages that failed.
+    pub errors: u64,
+    /// Transfers that timed out.
+    pub timeouts: u64,
+    /// Sync messages run at once in the caller's thread.
+    pub sync_immediate: u64,
+    /// Messages that went through the queue (async, or sync while the bus was busy).
+    pub queued: u64,
+    /// Transfer sizes: bucket i counts transfers of 2^(i−1) < len ≤ 2^i bytes
+    /// (bucket 0: 1 byte; the last bucket: everything larger).
+    pub size_histogram: [u64; SIZE_BUCKETS],
+    /// Message latency (submission → completion), in ns.
+    pub latency: LatencyHistogram,
+}
+
+/// One message's contribution.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct MessageRecord {
+    pub immediate: bool,
+    pub ok: bool,
+    pub timeout: bool,
+    pub latency_ns: u64,
+}
+
+static NEXT_STATS_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    static SHARDS: std::cell::RefCell<Vec<(u64, Arc<Shard>)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The statistics of one bus.
+#[derive(Debug)]
+pub struct Stats {
+    id: u64,
+    lockfree: bool,
+    shards: Mutex<Vec<Arc<Shard>>>,
+    /// Classic mode: the controller's copy and the device's copy, as the kernel kept them.
+    locked: [Mutex<StatsSnapshot>; 2],
+}
+
+impl Stats {
+    pub(crate) fn new(lockfree: bool) -> Stats {
+        Stats {
+            id: NEXT_STATS_ID.fetch_add(1, Ordering::Relaxed),
+            lockfree,
+            shards: Mutex::new(Vec::new()),
+            locked: [Mutex::new(StatsSnapshot::default()), Mutex::new(StatsSnapshot::default())],
+        }
+    }
+
+    #[inline]
+    fn with_shard(&self, f: impl FnOnce(&Shard)) {
+        SHARDS.with(|cell| {
+            let mut v = cell.borrow_mut();
+            if let Some((_, s)) = v.iter().find(|(id, _)| *id == self.id) {
+                f(s);
+                return;
+            }
+            let s = Arc::new(Shard::default());
+            self.shards.lock().unwrap_or_else(|e| e.into_inner()).push(s.clone());
+            f(&s);
+            v.push((self.id, s));
+        });
+    }
+
+    /// Records one transfer of `len` bytes.
+    #[inline]
+    pub(crate) fn transfer(&self, tx: bool, rx: bool, len: usize) {
+        let bucket = histogram::size_bucket(len);
+        if self.lockfree {
+            self.with_shard(|s| {
+                s.bump(Counter::Transfers, 1);
+                if tx {
+                    s.bump(Counter::BytesTx, len as u64);
+                }
+                if rx {
+                    s.bump(Counter::BytesRx, len as u64);
+                }
+                s.bump_size(bucket);
+            });
+        } else {
+            // The kernel kept the same counters twice, for the controller and
+            // for the device, each under its own spinlock
+            // (spi_statistics_add_transfer_stats on both).
+            for copy in &self.locked {
+                let mut l = copy.lock().unwrap_or_else(|e| e.into_inner());
+                l.transfers += 1;
+                if tx {
+                    l.bytes_tx += len as u64;
+                }
+                if rx {
+                    l.bytes_rx += len as u64;
+                }
+                l.size_histogram[bucket] += 1;
+            }
+        }
+    }
+
+    /// Records a finished message.
+    #[inline]
+    pub(crate) fn message(&self, r: MessageRecord) {
+        if self.lockfree {
+            self.with_shard(|s| {
+                s.bump(Counter::Messages, 1);
+                if r.immediate {
+                    s.bump(Counter::SyncImmediate, 1);
+                } else {
+                    s.bump(Counter::Queued, 1);
+                }
+                if !r.ok {
+                    s.bump(Counter::Errors, 1);
+                }
+                if r.timeout {
+                    s.bump(Counter::Timeouts, 1);
+                }
+                s.record_latency(r.latency_ns);
+            });
+        } else {
+            // __spi_sync and spi_transfer_one_message each incremented their
+            // fields in both copies, one spinlock round per field.
+            for copy in &self.locked {
+                copy.lock().unwrap_or_else(|e| e.into_inner()).messages += 1;
+                {
+                    let mut l = copy.lock().unwrap_or_else(|e| e.into_inner());
+                    if r.immediate {
+                        l.sync_immediate += 1;
+                    } else {
+                        l.queued += 1;
+                    }
+                }
+                if !r.ok || r.timeout {
+                    let mut l = copy.lock().unwrap_or_else(|e| e.into_inner());
+                    l.errors += u64::from(!r.ok);
+                    l.timeouts += u64::from(r.timeout);
+                }
+                copy.lock().unwrap_or_else(|e| e.into_inner()).latency.record(r.latency_ns);
+            }
+        }
+    }
+
+    /// Sums every shard (and the locked counters) into a snapshot.
+    pub fn snapshot(&self) -> StatsSnapshot {
+        let mut out = self.locked[0].lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for s in self.shards.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            s.add_into(&mut out);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(stats: &Stats, threads: usize, per_thread: u64) {
+        std::thread::scope(|sc| {
+            for t in 0..threads {
+                sc.spawn(move || {
+                    for i in 0..per_thread {
+                        stats.transfer(true, i % 2 == 0, 9);
+                        stats.message(MessageRecord {
+                            immediate: t % 2 == 0,
+                            ok: i % 10 != 0,
+                            timeout: i % 100 == 0,
+                            latency_ns: 1_000 + i,
+                        });
+                    }
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn exact_under_concurrency_in_both_modes() {
+        for lockfree in [true, false] {
+            let stats = Stats::new(lockfree);
+            load(&stats, 8, 20_000);
+            let s = stats.snapshot();
+            let n = 8 * 20_000;
+            assert_eq!(s.messages, n, "lockfree={lockfree}");
+            assert_eq!(s.transfers, n);
+            assert_eq!(s.bytes_tx, 9 * n);
+            assert_eq!(s.bytes_rx, 9 * n / 2);
+            assert_eq!(s.errors, n / 10);
+            assert_eq!(s.timeouts, n / 100);
+            assert_eq!(s.sync_immediate, n / 2);
+            assert_eq!(s.queued, n / 2);
+            assert_eq!(s.size_histogram[histogram::size_bucket(9)], n);
+            assert_eq!(s.latency.count(), n);
+        }
+    }
+
+    #[test]
+    fn two_buses_on_one_thread_keep_separate_counts() {
+        let a = Stats::new(true);
+        let b = Stats::new(true);
+        a.transfer(true, false, 4);
+        b.transfer(false, true, 1);
+        b.transfer(false, true, 1);
+        assert_eq!((a.snapshot().transfers, b.snapshot().transfers), (1, 2));
+        assert_eq!((a.snapshot().bytes_rx, b.snapshot().bytes_rx), (0, 2));
+    }
+}

@@ -1,0 +1,50 @@
+//! The two ways the core waits: by deadline (fast) and the kernel's way
+//! (classic: rounded up to whole microseconds, busy below 10 µs, sleeping above).
+
+use wirespeed_time::{spin_until, Deadline};
+
+/// Waits until `deadline`; returns at once (one clock read) if it has passed.
+#[inline]
+pub(crate) fn wait_until(deadline: Deadline) {
+    if !deadline.is_past() {
+        wirespeed_time::delay_until(deadline);
+    }
+}
+
+/// The kernel's `_spi_transfer_delay_ns` as the seed measured it: 0 returns,
+/// anything else is rounded up to whole microseconds, busy-waited up to
+/// 10 µs (`udelay`) and slept above (`usleep_range(us, us + us/10)`).
+pub(crate) fn classic_delay_ns(ns: u32) {
+    if ns == 0 {
+        return;
+    }
+    let us = u64::from(ns.div_ceil(1_000));
+    if us <= 10 {
+        spin_until(Deadline::after_ns(us * 1_000));
+    } else {
+        std::thread::sleep(std::time::Duration::from_micros(us + us / 20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_time::now;
+
+    #[test]
+    fn classic_rounds_up_to_a_microsecond() {
+        let t = now();
+        classic_delay_ns(50);
+        assert!(now().ns_since(t) >= 1_000, "50 ns must become 1 µs in classic");
+        let t = now();
+        classic_delay_ns(0);
+        assert!(now().ns_since(t) < 1_000_000);
+    }
+
+    #[test]
+    fn deadline_wait_is_never_early() {
+        let d = Deadline::after_ns(30_000);
+        wait_until(d);
+        assert!(d.is_past());
+    }
+}

@@ -1,0 +1,162 @@
+//! The SPI core's sync path on the lab: data, chip select and timing seen on the wires.
+
+mod common;
+
+use common::{bench, irq_policy, poll_policy};
+use wirespeed::spi::{DeviceConfig, InvalidMessage, Policy, SpiError, Transfer};
+use wirespeed_lab::trace::{cs_high_gaps_ns, cs_windows};
+
+fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+}
+
+#[test]
+fn every_size_round_trips_through_loopback_in_both_completion_modes() {
+    for (name, policy) in [("poll", poll_policy()), ("irq", irq_policy())] {
+        let b = bench(policy);
+        let dev = b.bus.device(DeviceConfig::new(0, 50_000_000)).unwrap();
+        for n in 1..=4096usize {
+            if name == "irq" && n > 200 && n % 97 != 0 && n != 4096 {
+                continue; // each IRQ transfer costs a real wake-up: sample the large sizes
+            }
+            let tx = pattern(n, n as u8);
+            let mut rx = vec![0u8; n];
+            dev.sync(&mut [Transfer::duplex(&tx, &mut rx)]).unwrap_or_else(|e| panic!("{name} {n}: {e}"));
+            assert_eq!(rx, tx, "{name}: {n} bytes");
+        }
+    }
+}
+
+#[test]
+fn irq_completion_wakes_on_the_block_interrupt() {
+    let b = bench(irq_policy());
+    let dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    let before = b.block.irq().raise_count();
+    let mut rx = [0u8; 9];
+    dev.sync(&mut [Transfer::duplex(&[7; 9], &mut rx)]).unwrap();
+    assert!(b.block.irq().raise_count() > before, "an IRQ-mode transfer must be completed by the interrupt");
+    let b = bench(poll_policy());
+    let dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    dev.sync(&mut [Transfer::duplex(&[7; 9], &mut rx)]).unwrap();
+    assert_eq!(b.block.irq().raise_count(), 0, "a polled transfer raises no interrupt");
+}
+
+#[test]
+fn wire_time_follows_clock_and_word_size_overrides() {
+    let b = bench(poll_policy());
+    let dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    b.block.trace_start(1 << 16);
+    let tx = [0x5Au8; 64];
+    dev.sync(&mut [Transfer::write(&tx)]).unwrap();
+    dev.sync(&mut [Transfer::write(&tx).speed_hz(10_000_000)]).unwrap();
+    dev.sync(&mut [Transfer::write(&tx).bits_per_word(16)]).unwrap();
+    let w = cs_windows(&b.block.trace_take());
+    assert_eq!(w.len(), 3);
+    let span = |i: usize| w[i].last_clock.unwrap().ns_since(w[i].first_clock.unwrap());
+    // 512 bits at 20 MHz = 25.6 µs; at 10 MHz twice that; 16-bit words: same bits, half the words.
+    assert!((25_600..40_000).contains(&span(0)), "20 MHz: {} ns", span(0));
+    assert!((51_200..70_000).contains(&span(1)), "10 MHz: {} ns", span(1));
+    assert!((25_600..40_000).contains(&span(2)), "16-bit: {} ns", span(2));
+    assert_eq!((w[0].words, w[2].words), (64, 32));
+    assert_eq!(w[0].bits, w[2].bits);
+}
+
+#[test]
+fn cs_change_inside_and_at_the_end_of_a_message() {
+    let b = bench(Policy::fast());
+    let dev = b.bus.device(DeviceConfig::new(0, 20_000_000).cs_timing_ns(0, 0, 2_000)).unwrap();
+    b.block.trace_start(1 << 16);
+    // Inside: CS toggles between the two transfers, inactive for at least 2 µs.
+    dev.sync(&mut [Transfer::write(&[1, 2]).cs_change(None), Transfer::write(&[3])]).unwrap();
+    let w = cs_windows(&b.block.trace_take());
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert_eq!((w[0].mosi.clone(), w[1].mosi.clone()), (vec![1, 2], vec![3]));
+    assert!(cs_high_gaps_ns(&w)[0] >= 2_000);
+    // At the end: CS stays active after the message; the next message continues in the same window.
+    b.block.trace_start(1 << 16);
+    dev.sync(&mut [Transfer::write(&[4]).cs_change(None)]).unwrap();
+    dev.sync(&mut [Transfer::write(&[5])]).unwrap();
+    let w = cs_windows(&b.block.trace_take());
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0].mosi, vec![4, 5]);
+    assert!(w[0].deasserted_at.is_some());
+}
+
+#[test]
+fn classic_cs_change_defaults_to_ten_microseconds() {
+    let b = bench(Policy::classic());
+    let dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    b.block.trace_start(1 << 16);
+    dev.sync(&mut [Transfer::write(&[1]).cs_change(None), Transfer::write(&[2])]).unwrap();
+    let gaps = cs_high_gaps_ns(&cs_windows(&b.block.trace_take()));
+    assert!(gaps[0] >= 10_000, "kernel default cs_change delay is 10 µs, saw {} ns", gaps[0]);
+}
+
+#[test]
+fn setup_time_is_a_deadline_not_a_rounded_sleep() {
+    let b = bench(Policy::fast());
+    let dev = b.bus.device(DeviceConfig::new(0, 20_000_000).cs_timing_ns(50, 50, 50)).unwrap();
+    b.block.trace_start(1 << 16);
+    for _ in 0..200 {
+        dev.sync(&mut [Transfer::write(&[0; 9])]).unwrap();
+    }
+    let w = cs_windows(&b.block.trace_take());
+    let mut c2c: Vec<u64> = w.iter().filter_map(|w| w.cs_to_clock_ns()).collect();
+    c2c.sort_unstable();
+    assert!(c2c[0] >= 50, "setup time violated: {} ns", c2c[0]);
+    // Generous bound: the median must stay far below the 1 µs a rounded-up udelay costs.
+    assert!(c2c[c2c.len() / 2] < 1_000, "median CS→clock {} ns", c2c[c2c.len() / 2]);
+    let holds: Vec<u64> = w.iter().filter_map(|w| w.clock_to_cs_ns()).collect();
+    assert!(holds.iter().all(|&h| h >= 50), "hold time violated");
+    assert!(cs_high_gaps_ns(&w).iter().all(|&g| g >= 50), "inactive time violated");
+}
+
+#[test]
+fn register_file_reads_back_what_was_written() {
+    let b = bench(Policy::fast());
+    let dev = b.bus.device(DeviceConfig::new(1, 20_000_000)).unwrap();
+    dev.write(&[0x02, 0x10, 0xDE, 0xAD]).unwrap();
+    assert_eq!((b.regfile.peek(0x10), b.regfile.peek(0x11)), (0xDE, 0xAD));
+    let mut v = [0u8; 2];
+    dev.write_then_read(&[0x03, 0x10], &mut v).unwrap();
+    assert_eq!(v, [0xDE, 0xAD]);
+}
+
+#[test]
+fn invalid_messages_are_rejected_and_send_nothing() {
+    let b = bench(Policy::fast());
+    let dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    b.block.trace_start(1 << 10);
+    let mut rx3 = [0u8; 3];
+    let mut rx2 = [0u8; 2];
+    let cases: Vec<(Vec<Transfer<'_>>, InvalidMessage)> = vec![
+        (vec![], InvalidMessage::Empty),
+        (
+            vec![Transfer::write(&[1]), Transfer::write(&[1]).speed_hz(40_000_000)],
+            InvalidMessage::SpeedTooHigh { index: Some(1), requested_hz: 40_000_000, max_hz: 20_000_000 },
+        ),
+        (
+            vec![Transfer::duplex(&[1, 2], &mut rx3)],
+            InvalidMessage::LengthMismatch { index: 0, tx: 2, rx: 3 },
+        ),
+        (
+            vec![Transfer::read(&mut rx2).bits_per_word(12)],
+            InvalidMessage::UnsupportedBitsPerWord { index: Some(0), bits: 12, supported_mask: 0x8000_8080 },
+        ),
+        (vec![Transfer::write(&[1, 2, 3]).bits_per_word(16)], InvalidMessage::PartialWord { index: 0, len: 3, word_bytes: 2 }),
+        (vec![Transfer::write(&[])], InvalidMessage::EmptyTransfer { index: 0 }),
+    ];
+    for (mut msg, want) in cases {
+        let err = dev.sync(&mut msg).expect_err(&format!("{want:?}"));
+        assert_eq!(err, SpiError::Invalid(want.clone()));
+        assert!(!err.to_string().is_empty());
+    }
+    assert!(b.block.trace_take().events.is_empty(), "a rejected message must put nothing on the wire");
+    assert_eq!(b.loopback.words(), 0);
+    // A transfer's speed of 0 means "the device's speed"; a device of 0 Hz is rejected.
+    assert!(matches!(b.bus.device(DeviceConfig::new(0, 0)), Err(InvalidMessage::ZeroSpeed { index: None })));
+    assert!(matches!(
+        b.bus.device(DeviceConfig::new(9, 1_000_000)),
+        Err(InvalidMessage::NoSuchChipSelect { cs: 9, available: 4 })
+    ));
+}
