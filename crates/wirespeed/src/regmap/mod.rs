@@ -3,7 +3,7 @@
 //! Modeled on the Linux kernel's regmap. A [`Regmap`] is built from a
 //! [`RegmapConfig`] (wire [`format`](mod@format), address space, register properties,
 //! defaults, [`cache`] type) and a [`RegmapBus`] (the transport: the SPI
-//! adapter `spi_bus`, or the [`RamBus`] for tests).
+//! adapter [`SpiBus`], or the [`RamBus`] for tests).
 //!
 //! ```
 //! use wirespeed::regmap::{format::StdFormat, RamBus, Regmap, RegmapConfig, RegSet};
@@ -31,12 +31,14 @@ pub mod format;
 mod map;
 mod props;
 pub mod ram_bus;
+pub mod spi_bus;
 
 pub use bus::{Batch, RegmapBus};
 pub use config::{CacheType, RegSet, RegmapConfig};
 pub use error::{BusError, ConfigError, RegmapError};
 pub use map::{Regmap, SyncReport};
 pub use ram_bus::RamBus;
+pub use spi_bus::SpiBus;
 
 #[cfg(test)]
 mod tests;
