@@ -7,6 +7,7 @@
 
 pub mod delay;
 pub mod gpio;
+pub mod regmap;
 pub mod spi;
 pub mod stats;
 pub mod table;

@@ -2,6 +2,7 @@
 
 use clap::Subcommand;
 use wirespeed_bench::delay::{self as delay_bench, DelayOptions};
+use wirespeed_bench::regmap::RegmapOptions;
 use wirespeed_bench::spi::SpiOptions;
 
 use crate::realtime_flag::RealtimeArgs;
@@ -81,6 +82,25 @@ pub enum BenchCommand {
         #[command(flatten)]
         realtime: RealtimeArgs,
     },
+    /// Register map over SPI on the lab register file: cached and uncached
+    /// reads, 8 adjacent registers in one multi_write against 8 writes.
+    Regmap {
+        /// SPI clock in Hz.
+        #[arg(long, default_value_t = RegmapOptions::default().speed_hz)]
+        speed_hz: u32,
+        /// SPI core policy.
+        #[arg(long, default_value_t = RegmapOptions::default().policy)]
+        policy: String,
+        /// Timed batches of cached reads.
+        #[arg(long, default_value_t = RegmapOptions::default().samples)]
+        samples: usize,
+        /// Interleaved rounds of multi_write against separate writes.
+        #[arg(long, default_value_t = RegmapOptions::default().rounds)]
+        rounds: usize,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Runs one experiment and prints its report.
@@ -118,6 +138,11 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             };
             let opts = wirespeed_bench::gpio::GpioOptions { toggles, passes, slices, probe: !no_probe, spi };
             let r = wirespeed_bench::gpio::run(&opts)?;
+            print_report(json, r.to_json(), || r.table());
+        }
+        BenchCommand::Regmap { speed_hz, policy, samples, rounds, json } => {
+            let opts = RegmapOptions { speed_hz, policy, samples, rounds, ..RegmapOptions::default() };
+            let r = wirespeed_bench::regmap::run(&opts)?;
             print_report(json, r.to_json(), || r.table());
         }
     }
