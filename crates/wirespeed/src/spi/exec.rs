@@ -72,6 +72,27 @@ impl MessageSource for [Transfer<'_>] {
     }
 }
 
+/// A message of borrowed transfers whose steps were planned while validating
+/// it, so that the executor does not plan them again.
+pub(crate) struct Planned<'m, 't> {
+    pub transfers: &'m mut [Transfer<'t>],
+    pub steps: &'m [Step],
+}
+
+impl MessageSource for Planned<'_, '_> {
+    fn count(&self) -> usize {
+        self.steps.len()
+    }
+    #[inline]
+    fn step(&self, i: usize, _dev: &DeviceConfig, _caps: &ControllerCaps) -> Result<Step, InvalidMessage> {
+        Ok(self.steps[i])
+    }
+    #[inline]
+    fn data(&mut self, i: usize) -> Data<'_> {
+        reborrow(&mut self.transfers[i].data)
+    }
+}
+
 /// Context of one execution.
 pub(crate) struct ExecCtx<'a> {
     pub policy: &'a Policy,
