@@ -10,7 +10,8 @@
 //! `wire_us_per_msg`, `overhead_us_per_msg`, `bus_utilization`,
 //! `cs_to_clock_us`, `cs_high_gap_us`, `pump_wakeups_per_msg`,
 //! `ctx_switches_per_msg`, `cpu_us_per_msg`), `overhead_ratio`,
-//! `prepared_speedup`, `ablation` (`[{switch, overhead_us_per_msg}]`), and
+//! `prepared_speedup` (and `instant_wire`: the same comparison with an
+//! infinitely fast wire, i.e. software cost alone), `ablation` (`[{switch, overhead_us_per_msg}]`), and
 //! `async` (`{sync, async}` each `{bus_utilization, msgs_per_s}`).
 
 mod rig;
@@ -104,6 +105,8 @@ pub struct SpiReport {
     pub prepared_speedup: f64,
     pub unprepared_us_per_msg: f64,
     pub prepared_us_per_msg: f64,
+    /// Unprepared and prepared µs per message on an instant wire (software alone).
+    pub software_us_per_msg: (f64, f64),
     pub ablation: Vec<(String, f64)>,
     pub throughput: Option<(throughput::Throughput, throughput::Throughput)>,
 }
@@ -139,8 +142,19 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
             o.size, o.msgs, o.rounds
         ));
     }
-    let mk = |p: Policy, style| -> Result<Series, String> { Ok(Series { rig: Rig::new(p, o.hz, false)?, style, rounds: Vec::new() }) };
-    let mut series = vec![mk(Policy::classic(), Style::Unprepared)?, mk(Policy::fast(), Style::Unprepared)?, mk(Policy::fast(), Style::Prepared)?];
+    let mk_on = |p: Policy, style, instant: bool| -> Result<Series, String> {
+        Ok(Series { rig: Rig::new(p, o.hz, instant)?, style, rounds: Vec::new() })
+    };
+    let mk = |p: Policy, style| mk_on(p, style, false);
+    // 0 classic, 1 fast, 2 fast prepared, 3/4 the same two on an instant wire
+    // (software cost alone), then the ablation series.
+    let mut series = vec![
+        mk(Policy::classic(), Style::Unprepared)?,
+        mk(Policy::fast(), Style::Unprepared)?,
+        mk(Policy::fast(), Style::Prepared)?,
+        mk_on(Policy::fast(), Style::Unprepared, true)?,
+        mk_on(Policy::fast(), Style::Prepared, true)?,
+    ];
     if o.ablation {
         for s in Policy::SWITCHES {
             let mut p = Policy::fast();
@@ -168,10 +182,12 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     let classic = series[0].figures(wire_us, traced_cs_figures(&series[0].rig, o.size, o.trace_msgs)?);
     let fast = series[1].figures(wire_us, traced_cs_figures(&series[1].rig, o.size, o.trace_msgs)?);
     let prepared = series[2].figures(wire_us, (f64::NAN, f64::NAN));
+    let soft_unprepared = series[3].figures(0.0, (f64::NAN, f64::NAN)).elapsed_us_per_msg;
+    let soft_prepared = series[4].figures(0.0, (f64::NAN, f64::NAN)).elapsed_us_per_msg;
     let ablation = if o.ablation {
         Policy::SWITCHES
             .iter()
-            .zip(&series[3..])
+            .zip(&series[5..])
             .map(|(name, s)| ((*name).to_owned(), s.figures(wire_us, (f64::NAN, f64::NAN)).overhead()))
             .collect()
     } else {
@@ -196,6 +212,7 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     Ok(SpiReport {
         options: o.clone(),
         prepared_speedup: fast.elapsed_us_per_msg / prepared.elapsed_us_per_msg,
+        software_us_per_msg: (soft_unprepared, soft_prepared),
         unprepared_us_per_msg: fast.elapsed_us_per_msg,
         prepared_us_per_msg: prepared.elapsed_us_per_msg,
         classic,
@@ -225,6 +242,11 @@ impl SpiReport {
             "prepared_speedup": r(self.prepared_speedup, 4),
             "prepared_us_per_msg": r(self.prepared_us_per_msg, 3),
             "unprepared_us_per_msg": r(self.unprepared_us_per_msg, 3),
+            "instant_wire": {
+                "unprepared_us_per_msg": r(self.software_us_per_msg.0, 3),
+                "prepared_us_per_msg": r(self.software_us_per_msg.1, 3),
+                "prepared_speedup": r(self.software_us_per_msg.0 / self.software_us_per_msg.1, 4),
+            },
             "ablation": self.ablation.iter().map(|(s, o)| json!({"switch": s, "overhead_us_per_msg": r(*o, 3)})).collect::<Vec<_>>(),
         });
         if let Some((s, a)) = &self.throughput {
@@ -265,6 +287,11 @@ impl SpiReport {
         out.push_str(&format!(
             "\nprepared messages (fast): {:.3} µs vs unprepared {:.3} µs per message: speedup {:.3}\n",
             self.prepared_us_per_msg, self.unprepared_us_per_msg, self.prepared_speedup
+        ));
+        let (su, sp) = self.software_us_per_msg;
+        out.push_str(&format!(
+            "software alone (instant wire): prepared {sp:.3} µs vs unprepared {su:.3} µs: speedup {:.3}\n",
+            su / sp
         ));
         if !self.ablation.is_empty() {
             let mut a = Table::new(&["fast with one switch off", "overhead (µs/msg)", "vs fast"]);
