@@ -51,14 +51,15 @@ pub(crate) fn check_device(dev: &DeviceConfig, caps: &ControllerCaps) -> Result<
         }
     }
     check_speed(None, dev.speed_hz, dev, caps)?;
-    if !caps.supports_bits(dev.bits_per_word) {
-        return Err(InvalidMessage::UnsupportedBitsPerWord {
-            index: None,
-            bits: dev.bits_per_word,
-            supported_mask: caps.bits_per_word_mask,
-        });
+    check_bits(None, dev.bits_per_word, caps)
+}
+
+fn check_bits(index: Option<usize>, bits: u8, caps: &ControllerCaps) -> Result<(), InvalidMessage> {
+    if caps.supports_bits(bits) {
+        Ok(())
+    } else {
+        Err(InvalidMessage::UnsupportedBitsPerWord { index, bits, supported_mask: caps.bits_per_word_mask })
     }
-    Ok(())
 }
 
 fn check_speed(index: Option<usize>, hz: u32, dev: &DeviceConfig, caps: &ControllerCaps) -> Result<(), InvalidMessage> {
@@ -120,13 +121,7 @@ pub(crate) fn plan_shape(
     let speed_hz = if speed_override == 0 { dev.speed_hz } else { speed_override };
     check_speed(Some(index), speed_hz, dev, caps)?;
     let bits = if bits_override == 0 { dev.bits_per_word } else { bits_override };
-    if !caps.supports_bits(bits) {
-        return Err(InvalidMessage::UnsupportedBitsPerWord {
-            index: Some(index),
-            bits,
-            supported_mask: caps.bits_per_word_mask,
-        });
-    }
+    check_bits(Some(index), bits, caps)?;
     let wb = word_bytes(bits);
     if !len.is_multiple_of(wb) {
         return Err(InvalidMessage::PartialWord { index, len, word_bytes: wb });

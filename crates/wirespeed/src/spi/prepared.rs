@@ -87,31 +87,7 @@ impl OwnedTransfer {
         let n = tx.len();
         OwnedTransfer::new(Buffers::Duplex(tx, vec![0; n]))
     }
-    /// Overrides the clock.
-    #[must_use]
-    pub fn speed_hz(mut self, hz: u32) -> Self {
-        self.speed_hz = hz;
-        self
-    }
-    /// Overrides bits per word.
-    #[must_use]
-    pub fn bits_per_word(mut self, bits: u8) -> Self {
-        self.bits_per_word = bits;
-        self
-    }
-    /// Waits after the transfer.
-    #[must_use]
-    pub fn delay_after_ns(mut self, ns: u32) -> Self {
-        self.delay_after_ns = ns;
-        self
-    }
-    /// Sets `cs_change`.
-    #[must_use]
-    pub fn cs_change(mut self, delay_ns: Option<u32>) -> Self {
-        self.cs_change = true;
-        self.cs_change_delay_ns = delay_ns;
-        self
-    }
+    super::transfer::transfer_options_builder!();
 
     fn view(&mut self) -> Transfer<'_> {
         let data = match &mut self.buffers {

@@ -26,6 +26,45 @@ impl Mode {
     }
 }
 
+/// The per-transfer knobs' builder methods, shared by [`Transfer`] and
+/// [`OwnedTransfer`](super::OwnedTransfer), which have the same option fields.
+macro_rules! transfer_options_builder {
+    () => {
+        /// Overrides the clock.
+        #[must_use]
+        pub fn speed_hz(mut self, hz: u32) -> Self {
+            self.speed_hz = hz;
+            self
+        }
+        /// Overrides bits per word.
+        #[must_use]
+        pub fn bits_per_word(mut self, bits: u8) -> Self {
+            self.bits_per_word = bits;
+            self
+        }
+        /// Waits after the transfer.
+        #[must_use]
+        pub fn delay_after_ns(mut self, ns: u32) -> Self {
+            self.delay_after_ns = ns;
+            self
+        }
+        /// Sets `cs_change` (see [`Transfer::cs_change`](crate::spi::Transfer)).
+        #[must_use]
+        pub fn cs_change(mut self, delay_ns: Option<u32>) -> Self {
+            self.cs_change = true;
+            self.cs_change_delay_ns = delay_ns;
+            self
+        }
+        /// Pauses between words.
+        #[must_use]
+        pub fn word_delay_ns(mut self, ns: u32) -> Self {
+            self.word_delay_ns = ns;
+            self
+        }
+    };
+}
+pub(crate) use transfer_options_builder;
+
 /// The data of a transfer.
 #[derive(Debug)]
 pub enum Data<'a> {
@@ -112,35 +151,5 @@ impl<'a> Transfer<'a> {
     pub fn in_place(buf: &'a mut [u8]) -> Transfer<'a> {
         Transfer::new(Data::InPlace(buf))
     }
-    /// Overrides the clock.
-    #[must_use]
-    pub fn speed_hz(mut self, hz: u32) -> Self {
-        self.speed_hz = hz;
-        self
-    }
-    /// Overrides bits per word.
-    #[must_use]
-    pub fn bits_per_word(mut self, bits: u8) -> Self {
-        self.bits_per_word = bits;
-        self
-    }
-    /// Waits after the transfer.
-    #[must_use]
-    pub fn delay_after_ns(mut self, ns: u32) -> Self {
-        self.delay_after_ns = ns;
-        self
-    }
-    /// Sets `cs_change` (see the field).
-    #[must_use]
-    pub fn cs_change(mut self, delay_ns: Option<u32>) -> Self {
-        self.cs_change = true;
-        self.cs_change_delay_ns = delay_ns;
-        self
-    }
-    /// Pauses between words.
-    #[must_use]
-    pub fn word_delay_ns(mut self, ns: u32) -> Self {
-        self.word_delay_ns = ns;
-        self
-    }
+    transfer_options_builder!();
 }
