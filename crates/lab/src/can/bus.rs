@@ -25,7 +25,7 @@
 //!
 //! Simplifications: every receiver that detects an error counts +1 (no +8
 //! "first to detect" rule); overload frames do not exist; nodes with a
-//! different bit rate neither acknowledge nor disturb frames (they only count
+//! bit rate more than 0.5 % off neither acknowledge nor disturb frames (they only count
 //! receive errors); the time a frame becomes valid is the end of EOF for
 //! receivers and transmitter alike.
 
@@ -413,6 +413,11 @@ impl Bus {
     }
 }
 
+/// Whether a node's bit rate is within the 0.5 % an oscillator tolerance allows.
+fn close(a: u32, b: u32) -> bool {
+    u64::from(a.abs_diff(b)) * 200 <= u64::from(b)
+}
+
 fn lock(inner: &Inner) -> MutexGuard<'_, State> {
     inner.state.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -536,7 +541,7 @@ fn arbitrate(inner: &Arc<Inner>, t: Instant) {
             continue;
         }
         let rates_ok = p.rates.is_none_or(|r| {
-            r.nominal == rates.nominal && (!(frame.is_fd() && frame.brs()) || r.data == rates.data)
+            close(r.nominal, rates.nominal) && (!(frame.is_fd() && frame.brs()) || close(r.data, rates.data))
         });
         if !rates_ok {
             mismatched.push(*id);
