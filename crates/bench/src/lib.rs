@@ -7,5 +7,7 @@
 
 pub mod delay;
 pub mod gpio;
+pub mod spi;
 pub mod stats;
 pub mod table;
+pub mod usage;

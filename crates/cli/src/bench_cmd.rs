@@ -2,12 +2,46 @@
 
 use clap::Subcommand;
 use wirespeed_bench::delay::{self as delay_bench, DelayOptions};
+use wirespeed_bench::spi::SpiOptions;
 
 use crate::realtime_flag::RealtimeArgs;
 
 /// The experiments.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
+    /// E2: back-to-back sync messages (seed 000's 72-bit status read),
+    /// classic against fast, each mechanism's share, sync against async.
+    Spi {
+        /// Bytes per transfer.
+        #[arg(long, default_value_t = SpiOptions::default().size)]
+        size: usize,
+        /// SPI clock in Hz.
+        #[arg(long, default_value_t = SpiOptions::default().hz)]
+        hz: u32,
+        /// Messages per policy.
+        #[arg(long, default_value_t = SpiOptions::default().msgs)]
+        count: u64,
+        /// Interleaved rounds the messages are split into.
+        #[arg(long, default_value_t = SpiOptions::default().rounds)]
+        rounds: u32,
+        /// Skip the per-switch ablation.
+        #[arg(long)]
+        no_ablation: bool,
+        /// Threads of the sync/async comparison (0 skips it).
+        #[arg(long, default_value_t = SpiOptions::default().async_threads)]
+        threads: usize,
+        /// Messages per thread in the sync/async comparison.
+        #[arg(long, default_value_t = SpiOptions::default().async_msgs)]
+        thread_msgs: usize,
+        /// Write the bus trace of 20 fast and 20 classic messages as VCD to this file.
+        #[arg(long)]
+        vcd: Option<std::path::PathBuf>,
+        /// Print one JSON object instead of tables.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        realtime: RealtimeArgs,
+    },
     /// E5: what sleeping costs (seed 004's table: nop, sched_yield, nanosleep)
     /// and wirespeed's delay() from 1 µs to 1 ms, at normal priority and at
     /// SCHED_FIFO where permitted.
@@ -46,6 +80,24 @@ pub enum BenchCommand {
 /// Runs one experiment and prints its report.
 pub fn run(cmd: BenchCommand) -> Result<(), String> {
     match cmd {
+        BenchCommand::Spi { size, hz, count, rounds, no_ablation, threads, thread_msgs, vcd, json, realtime } => {
+            realtime.apply();
+            let opts = SpiOptions {
+                size,
+                hz,
+                msgs: count,
+                rounds,
+                ablation: !no_ablation,
+                async_threads: threads,
+                async_msgs: thread_msgs,
+                ..SpiOptions::default()
+            };
+            let r = wirespeed_bench::spi::run(&opts)?;
+            if let Some(path) = vcd {
+                crate::lab_cmd::write_sample_vcd(&path, size, hz)?;
+            }
+            print_report(json, r.to_json(), || r.table());
+        }
         BenchCommand::Delay { iterations, json, realtime } => {
             realtime.apply();
             let r = delay_bench::run(&DelayOptions { iterations, ..DelayOptions::default() })?;

@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod bench_cmd;
+mod lab_cmd;
 mod realtime_flag;
 
 /// wirespeed: low-latency peripheral I/O for Linux, run on the emulated lab.
@@ -19,12 +20,16 @@ enum Command {
     /// Run one experiment on the lab and print a table (or JSON with --json).
     #[command(subcommand)]
     Bench(bench_cmd::BenchCommand),
+    /// Look at the emulated hardware directly (bus traces).
+    #[command(subcommand)]
+    Lab(lab_cmd::LabCommand),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(b) => bench_cmd::run(b),
+        Command::Lab(l) => lab_cmd::run(l),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

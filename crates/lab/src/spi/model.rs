@@ -243,6 +243,15 @@ impl Model {
                 self.status(t)
             }
             RXDATA => {
+                // A word already in the RX FIFO can be popped without knowing
+                // the time, unless the pop releases a shifter stalled on a full FIFO.
+                let stalled = self.burst.as_ref().is_some_and(|b| b.rx_stalled);
+                if !stalled {
+                    if let Some(w) = self.rx.pop_front() {
+                        self.popped_in_burst += 1;
+                        return w;
+                    }
+                }
                 let t = now();
                 self.advance(t);
                 match self.rx.pop_front() {

@@ -24,7 +24,7 @@ use super::SpiDevice;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
-use wirespeed_time::now;
+use wirespeed_time::{now, Instant};
 
 pub(crate) struct BusInner {
     pub hw: Mutex<BusHw>,
@@ -35,6 +35,8 @@ pub(crate) struct BusInner {
     pub queue: Mutex<VecDeque<pump::Job>>,
     pub queue_len: AtomicUsize,
     pub pump_cv: Condvar,
+    /// Whether the pump is waiting on `pump_cv` (read and written under `queue`).
+    pub pump_sleeping: AtomicBool,
     pub pump_wakeups: AtomicU64,
     pub last_activity_ns: AtomicU64,
     pub powered: AtomicBool,
@@ -52,29 +54,35 @@ impl BusInner {
         self.hw.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Runs a message with the bus held; handles power-up and activity stamps.
+    /// Runs a message with the bus held; handles power-up and activity
+    /// stamps. Returns the result and the instant the message ended.
     pub(crate) fn run_locked<M: MessageSource + ?Sized>(
         &self,
         hw: &mut BusHw,
         dev: &DeviceState,
         msg: &mut M,
-    ) -> Result<(), SpiError> {
+    ) -> (Result<(), SpiError>, Instant) {
         if ensure_powered(hw) {
             self.powered.store(true, Ordering::Release);
             // Once per idle period: the pump re-arms its idle timer.
             self.pump_cv.notify_one();
         }
         let r = execute(hw, dev, &self.ctx(), msg);
-        self.last_activity_ns.store(now().as_ns(), Ordering::Relaxed);
-        r
+        let end = now();
+        self.last_activity_ns.store(end.as_ns(), Ordering::Relaxed);
+        (r, end)
     }
 
     pub(crate) fn enqueue(&self, job: pump::Job) {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         q.push_back(job);
         self.queue_len.fetch_add(1, Ordering::AcqRel);
+        // A pump that is running will find the job: waking it would be a wasted system call.
+        let sleeping = self.pump_sleeping.load(Ordering::Relaxed);
         drop(q);
-        self.pump_cv.notify_one();
+        if sleeping {
+            self.pump_cv.notify_one();
+        }
     }
 
     /// The sync path for an already validated message.
@@ -84,9 +92,9 @@ impl BusInner {
             match self.hw.try_lock() {
                 Ok(mut hw) => {
                     if self.queue_len.load(Ordering::Acquire) == 0 {
-                        let r = self.run_locked(&mut hw, dev, msg);
+                        let (r, end) = self.run_locked(&mut hw, dev, msg);
                         drop(hw);
-                        self.finish(t0, true, &r);
+                        self.finish(t0, end, true, &r);
                         return r;
                     }
                 }
@@ -95,16 +103,17 @@ impl BusInner {
             }
         }
         let r = pump::sync_via_pump(self, dev, msg);
-        self.finish(t0, false, &r);
+        self.finish(t0, now(), false, &r);
         r
     }
 
-    pub(crate) fn finish(&self, t0: wirespeed_time::Instant, immediate: bool, r: &Result<(), SpiError>) {
+    /// Accounts for a finished message (and, in classic, wakes the pump).
+    pub(crate) fn finish(&self, t0: Instant, end: Instant, immediate: bool, r: &Result<(), SpiError>) {
         self.stats.message(MessageRecord {
             immediate,
             ok: r.is_ok(),
             timeout: matches!(r, Err(SpiError::Timeout { .. })),
-            latency_ns: now().ns_since(t0),
+            latency_ns: end.ns_since(t0),
         });
         if !self.policy.quiet_pump {
             self.enqueue(pump::Job::IdleCheck);
@@ -173,6 +182,7 @@ impl Bus {
             queue: Mutex::new(VecDeque::with_capacity(64)),
             queue_len: AtomicUsize::new(0),
             pump_cv: Condvar::new(),
+            pump_sleeping: AtomicBool::new(false),
             pump_wakeups: AtomicU64::new(0),
             last_activity_ns: AtomicU64::new(now().as_ns()),
             powered: AtomicBool::new(true),

@@ -98,10 +98,13 @@ pub enum Completion {
 /// When a transfer ran, as the driver saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TransferTiming {
-    /// When the driver started the shifter.
-    pub started: Instant,
-    /// When the driver saw the transfer complete.
-    pub completed: Instant,
+    /// When the driver started the shifter (read only for interrupt
+    /// completions, where the core learns the wake-up cost from it).
+    pub started: Option<Instant>,
+    /// When the driver saw the transfer complete (drivers may leave it out
+    /// for polled transfers; the core then reads the clock only if a
+    /// deadline needs it).
+    pub completed: Option<Instant>,
 }
 
 /// A controller fault during a transfer.
@@ -128,8 +131,8 @@ pub trait Controller: Send + 'static {
     fn caps(&self) -> &ControllerCaps;
     /// Sets mode, clock and word size for the next transfers.
     fn configure(&mut self, mode: Mode, speed_hz: u32, bits: u8);
-    /// Drives native chip select `cs`; returns the instant of the edge.
-    fn set_cs(&mut self, cs: u8, active: bool) -> Instant;
+    /// Drives native chip select `cs`.
+    fn set_cs(&mut self, cs: u8, active: bool);
     /// Loads the first words of `data` into the TX FIFO without starting the
     /// shifter; returns how many words were loaded (0 if not supported).
     fn preload(&mut self, data: &Data<'_>, bits: u8) -> usize;

@@ -79,15 +79,15 @@ pub(crate) struct ExecCtx<'a> {
     pub irq_cost: &'a IrqCost,
 }
 
-fn drive_cs(hw: &mut BusHw, cs: &ChipSelect, active: bool) -> Result<Instant, SpiError> {
+/// Drives a chip select. The edge's instant is read afterwards only when a
+/// deadline depends on it (`stamp`), so that zero CS times cost no clock read.
+fn drive_cs(hw: &mut BusHw, cs: &ChipSelect, active: bool, stamp: bool) -> Result<Instant, SpiError> {
     match cs {
-        ChipSelect::Native(n) => Ok(hw.ctlr.set_cs(*n, active)),
-        ChipSelect::Gpio(pin) => {
-            pin.set_active(active).map_err(SpiError::ChipSelect)?;
-            Ok(now())
-        }
-        ChipSelect::None => Ok(now()),
+        ChipSelect::Native(n) => hw.ctlr.set_cs(*n, active),
+        ChipSelect::Gpio(pin) => pin.set_active(active).map_err(SpiError::ChipSelect)?,
+        ChipSelect::None => {}
     }
+    Ok(if stamp { now() } else { Instant::ZERO })
 }
 
 fn wait_or_delay(policy: &Policy, from: Instant, ns: u32) {
@@ -127,7 +127,7 @@ pub(crate) fn ensure_powered(hw: &mut BusHw) -> bool {
 /// Releases a CS left active by a previous message's final `cs_change`.
 pub(crate) fn release_held_cs(hw: &mut BusHw, devices_last_off: Option<&AtomicU64>) -> Result<(), SpiError> {
     if let Some((_, cs)) = hw.cs_held.take() {
-        let t = drive_cs(hw, &cs, false)?;
+        let t = drive_cs(hw, &cs, false, true)?;
         if let Some(a) = devices_last_off {
             a.store(t.as_ns(), Ordering::Relaxed);
         }
@@ -151,7 +151,7 @@ pub(crate) fn execute<M: MessageSource + ?Sized>(
     }
     let result = run_steps(hw, dev, ctx, msg, &mut cs_active);
     if result.is_err() && cs_active {
-        if let Ok(t) = drive_cs(hw, &dev.cfg.cs, false) {
+        if let Ok(t) = drive_cs(hw, &dev.cfg.cs, false, true) {
             dev.last_cs_off.store(t.as_ns(), Ordering::Relaxed);
         }
         hw.cs_held = None;
@@ -187,7 +187,7 @@ fn run_steps<M: MessageSource + ?Sized>(
                 let off = Instant::from_ns(dev.last_cs_off.load(Ordering::Relaxed));
                 wait_until(Deadline::after_ns_from(off, u64::from(cfg.cs_inactive_ns)));
             }
-            let on = drive_cs(hw, &cfg.cs, true)?;
+            let on = drive_cs(hw, &cfg.cs, true, cfg.cs_setup_ns > 0)?;
             *cs_active = true;
             wait_or_delay(policy, on, cfg.cs_setup_ns);
         }
@@ -205,18 +205,28 @@ fn run_steps<M: MessageSource + ?Sized>(
             ControllerFault::Timeout => SpiError::Timeout { index: i, waited_us: timeout_ns / 1_000 },
             ControllerFault::Fault(reason) => SpiError::Controller { index: i, reason },
         })?;
-        if completion == Completion::Irq && st.word_delay_ns == 0 {
-            let expected_end = timing.started.add_ns(st.wire_ns);
-            ctx.irq_cost.observe(timing.completed.ns_since(expected_end));
+        if let (Completion::Irq, Some(started), Some(done), 0) =
+            (completion, timing.started, timing.completed, st.word_delay_ns)
+        {
+            ctx.irq_cost.observe(done.ns_since(started.add_ns(st.wire_ns)));
         }
         ctx.stats.transfer(st.tx, st.rx, st.len);
-        wait_or_delay(policy, timing.completed, st.delay_after_ns);
+        let needs_end = st.delay_after_ns > 0 || cfg.cs_hold_ns > 0;
+        let completed = match timing.completed {
+            Some(t) => t,
+            None if needs_end => now(),
+            None => Instant::ZERO,
+        };
+        wait_or_delay(policy, completed, st.delay_after_ns);
         let last = i + 1 == n;
         // Kernel cs_change: toggle CS after a middle transfer, keep it after the last one.
         if st.cs_change != last {
-            wait_or_delay(policy, timing.completed, cfg.cs_hold_ns);
-            let off = drive_cs(hw, &cfg.cs, false)?;
-            dev.last_cs_off.store(off.as_ns(), Ordering::Relaxed);
+            wait_or_delay(policy, completed, cfg.cs_hold_ns);
+            let needs_stamp = cfg.cs_inactive_ns > 0 || (st.cs_change && !last);
+            let off = drive_cs(hw, &cfg.cs, false, needs_stamp)?;
+            if needs_stamp {
+                dev.last_cs_off.store(off.as_ns(), Ordering::Relaxed);
+            }
             *cs_active = false;
             if !last {
                 let gap = match (policy.cs_deadlines, st.cs_change_delay_ns) {
@@ -258,12 +268,12 @@ fn run_word_by_word(
             Data::InPlace(b) => Data::InPlace(&mut b[r]),
         };
         let t = hw.ctlr.transfer(&mut one, st.bits, 0, Completion::Poll, timeout_ns)?;
-        first.get_or_insert(t.started);
-        last = Some(t.completed);
+        let done = t.completed.unwrap_or_else(now);
+        first.get_or_insert(t.started.unwrap_or(done));
+        last = Some(done);
         if w + 1 < words {
-            wait_or_delay(policy, t.completed, st.word_delay_ns);
+            wait_or_delay(policy, done, st.word_delay_ns);
         }
     }
-    let completed = last.unwrap_or_else(now);
-    Ok(super::controller::TransferTiming { started: first.unwrap_or(completed), completed })
+    Ok(super::controller::TransferTiming { started: first, completed: last })
 }

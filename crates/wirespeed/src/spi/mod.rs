@@ -166,8 +166,8 @@ impl BusLock<'_> {
         let inner = &self.dev.bus.inner;
         plan::validate(transfers, &self.dev.state.cfg, &inner.caps)?;
         let t0 = now();
-        let r = inner.run_locked(&mut self.hw, &self.dev.state, transfers);
-        inner.finish(t0, true, &r);
+        let (r, end) = inner.run_locked(&mut self.hw, &self.dev.state, transfers);
+        inner.finish(t0, end, true, &r);
         r
     }
 
@@ -176,8 +176,8 @@ impl BusLock<'_> {
         self.dev.check_owner(msg)?;
         let inner = &self.dev.bus.inner;
         let t0 = now();
-        let r = inner.run_locked(&mut self.hw, &self.dev.state, msg);
-        inner.finish(t0, true, &r);
+        let (r, end) = inner.run_locked(&mut self.hw, &self.dev.state, msg);
+        inner.finish(t0, end, true, &r);
         r
     }
 }

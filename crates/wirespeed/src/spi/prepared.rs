@@ -140,6 +140,8 @@ pub(crate) type Callback = Box<dyn FnOnce(PreparedMessage, Result<(), SpiError>)
 struct SlotState {
     done: Option<Finished>,
     abandoned: bool,
+    /// A thread sleeps on the slot: only then is a wake-up worth a system call.
+    waiting: bool,
 }
 
 pub(crate) struct Slot {
@@ -255,7 +257,9 @@ impl AsyncJob {
             return; // the handle was dropped: the message goes with it
         }
         st.done = Some((self.msg, r));
-        slot.cv.notify_all();
+        if st.waiting {
+            slot.cv.notify_all();
+        }
     }
 }
 
@@ -286,8 +290,10 @@ impl Pending {
         let mut st = slot.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(f) = st.done.take() {
+                st.waiting = false;
                 return f;
             }
+            st.waiting = true;
             st = slot.cv.wait(st).unwrap_or_else(|e| e.into_inner());
         }
     }

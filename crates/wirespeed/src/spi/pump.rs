@@ -113,10 +113,13 @@ fn run(inner: &BusInner) {
                     q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
                     continue;
                 }
+                inner.pump_sleeping.store(true, Ordering::Relaxed);
                 q = inner.pump_cv.wait_timeout(q, Duration::from_nanos(idle_at - t)).unwrap_or_else(|e| e.into_inner()).0;
             } else {
+                inner.pump_sleeping.store(true, Ordering::Relaxed);
                 q = inner.pump_cv.wait(q).unwrap_or_else(|e| e.into_inner());
             }
+            inner.pump_sleeping.store(false, Ordering::Relaxed);
             inner.pump_wakeups.fetch_add(1, Ordering::Relaxed);
             continue;
         }
@@ -134,13 +137,13 @@ fn run(inner: &BusInner) {
                     let sj = unsafe { ptr.as_ref() };
                     // SAFETY: the message is exclusively ours until `done` is set.
                     let msg = unsafe { &mut *sj.msg.as_ptr() };
-                    let r = inner.run_locked(&mut hw, sj.dev, msg);
+                    let (r, _) = inner.run_locked(&mut hw, sj.dev, msg);
                     complete(Job::Sync(ptr), r);
                 }
                 Job::Async(mut aj) => {
                     let t0 = aj.submitted;
-                    let r = inner.run_locked(&mut hw, &aj.dev, &mut aj.msg);
-                    inner.finish(t0, false, &r);
+                    let (r, end) = inner.run_locked(&mut hw, &aj.dev, &mut aj.msg);
+                    inner.finish(t0, end, false, &r);
                     aj.complete(r);
                 }
             }

@@ -11,7 +11,7 @@ use crate::spi::{
 };
 use std::time::Duration;
 use wirespeed_lab::spi::{regs, SpiController};
-use wirespeed_time::{now, Deadline, Instant};
+use wirespeed_time::{now, Deadline};
 
 /// The driver for one lab WSPI block.
 #[derive(Debug)]
@@ -130,10 +130,9 @@ impl Controller for LabSpi {
         self.block.write(regs::CLKDIV, self.caps.divider(speed_hz));
     }
 
-    fn set_cs(&mut self, cs: u8, active: bool) -> Instant {
+    fn set_cs(&mut self, cs: u8, active: bool) {
         let v = u32::from(cs) & regs::CS_LINE_MASK | if active { regs::CS_ASSERT } else { 0 };
         self.block.write(regs::CS, v);
-        now()
     }
 
     fn preload(&mut self, data: &Data<'_>, bits: u8) -> usize {
@@ -170,9 +169,9 @@ impl Controller for LabSpi {
             self.block.write(regs::RXTHR, n.min(depth / 2).max(1) as u32);
             self.block.write(regs::IRQEN, regs::IRQ_RXTH);
         }
-        let started = now();
+        let started = irq.then(now);
         self.block.write(regs::START, regs::START_GO);
-        let deadline = Deadline::after_ns_from(started, timeout_ns);
+        let deadline = Deadline::after_ns(timeout_ns);
         let mut popped = 0;
         let mut spins = 0u32;
         while popped < n {
@@ -209,17 +208,18 @@ impl Controller for LabSpi {
                 }
             } else if rx == 0 {
                 spins = spins.wrapping_add(1);
+                // The status read paces the loop; a pause hint would only
+                // delay noticing the last word.
                 if spins.is_multiple_of(256) && deadline.is_past() {
                     self.block.write(regs::RESET, 1);
                     return Err(ControllerFault::Timeout);
                 }
-                std::hint::spin_loop();
             }
         }
         if irq {
             self.block.write(regs::IRQEN, 0);
         }
-        Ok(TransferTiming { started, completed: now() })
+        Ok(TransferTiming { started, completed: irq.then(now) })
     }
 
     fn set_power(&mut self, on: bool) {

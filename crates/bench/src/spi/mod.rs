@@ -1,0 +1,298 @@
+//! E2 `spi`: back-to-back sync messages (seed 000's 72-bit status read),
+//! `classic` against `fast`, side by side; plus what each mechanism is worth.
+//!
+//! Every rig is its own lab with a loopback on CS 0 at the same clock.
+//! Rounds of every policy are interleaved (A B A B …); per-message figures
+//! are medians over rounds. CS figures come from the lab's bus trace, as the
+//! seed's author read them from a scope.
+//!
+//! JSON keys: `classic` and `fast` (each `elapsed_us_per_msg`,
+//! `wire_us_per_msg`, `overhead_us_per_msg`, `bus_utilization`,
+//! `cs_to_clock_us`, `cs_high_gap_us`, `pump_wakeups_per_msg`,
+//! `ctx_switches_per_msg`, `cpu_us_per_msg`), `overhead_ratio`,
+//! `prepared_speedup`, `ablation` (`[{switch, overhead_us_per_msg}]`), and
+//! `async` (`{sync, async}` each `{bus_utilization, msgs_per_s}`).
+
+mod rig;
+mod throughput;
+
+use crate::stats::{median, round as r};
+use crate::table::Table;
+use rig::{round, traced_cs_figures, Rig, Round, Style};
+use serde_json::{json, Value};
+use wirespeed::spi::Policy;
+
+/// Options of the `spi` scenario.
+#[derive(Clone, Debug)]
+pub struct SpiOptions {
+    /// Bytes per transfer (seed 000: 9 = 72 bits).
+    pub size: usize,
+    /// SCLK in Hz.
+    pub hz: u32,
+    /// Messages per policy, split over `rounds`.
+    pub msgs: u64,
+    /// Interleaved rounds.
+    pub rounds: u32,
+    /// Measure each switch's share (fast with one switch off at a time).
+    pub ablation: bool,
+    /// Threads of the sync/async comparison (0 skips it).
+    pub async_threads: usize,
+    /// Messages per thread in the sync/async comparison.
+    pub async_msgs: usize,
+    /// Messages each thread keeps in flight when async.
+    pub async_window: usize,
+    /// Messages traced per policy for the CS figures.
+    pub trace_msgs: u64,
+}
+
+impl Default for SpiOptions {
+    fn default() -> Self {
+        SpiOptions {
+            size: 9,
+            hz: 20_000_000,
+            msgs: 20_000,
+            rounds: 10,
+            ablation: true,
+            async_threads: 4,
+            async_msgs: 10_000,
+            async_window: 8,
+            trace_msgs: 2_000,
+        }
+    }
+}
+
+/// Figures of one policy.
+#[derive(Clone, Debug)]
+pub struct PolicyFigures {
+    pub elapsed_us_per_msg: f64,
+    pub wire_us_per_msg: f64,
+    pub cs_to_clock_us: f64,
+    pub cs_high_gap_us: f64,
+    pub pump_wakeups_per_msg: f64,
+    pub ctx_switches_per_msg: f64,
+    pub cpu_us_per_msg: f64,
+}
+
+impl PolicyFigures {
+    fn overhead(&self) -> f64 {
+        self.elapsed_us_per_msg - self.wire_us_per_msg
+    }
+    fn utilization(&self) -> f64 {
+        self.wire_us_per_msg / self.elapsed_us_per_msg
+    }
+    fn to_json(&self) -> Value {
+        json!({
+            "elapsed_us_per_msg": r(self.elapsed_us_per_msg, 3),
+            "wire_us_per_msg": r(self.wire_us_per_msg, 3),
+            "overhead_us_per_msg": r(self.overhead(), 3),
+            "bus_utilization": r(self.utilization(), 4),
+            "cs_to_clock_us": r(self.cs_to_clock_us, 3),
+            "cs_high_gap_us": r(self.cs_high_gap_us, 3),
+            "pump_wakeups_per_msg": r(self.pump_wakeups_per_msg, 5),
+            "ctx_switches_per_msg": r(self.ctx_switches_per_msg, 4),
+            "cpu_us_per_msg": r(self.cpu_us_per_msg, 3),
+        })
+    }
+}
+
+/// The report of the `spi` scenario.
+#[derive(Clone, Debug)]
+pub struct SpiReport {
+    pub options: SpiOptions,
+    pub classic: PolicyFigures,
+    pub fast: PolicyFigures,
+    pub prepared_speedup: f64,
+    pub unprepared_us_per_msg: f64,
+    pub prepared_us_per_msg: f64,
+    pub ablation: Vec<(String, f64)>,
+    pub throughput: Option<(throughput::Throughput, throughput::Throughput)>,
+}
+
+struct Series {
+    rig: Rig,
+    style: Style,
+    rounds: Vec<Round>,
+}
+
+impl Series {
+    fn figures(&self, wire_us: f64, cs: (f64, f64)) -> PolicyFigures {
+        let per = |f: &dyn Fn(&Round) -> f64| median(&self.rounds.iter().map(|r| f(r) / r.msgs as f64).collect::<Vec<_>>());
+        let msgs: u64 = self.rounds.iter().map(|r| r.msgs).sum();
+        let wakeups: u64 = self.rounds.iter().map(|r| r.pump_wakeups).sum();
+        PolicyFigures {
+            elapsed_us_per_msg: per(&|r| r.elapsed_ns as f64 / 1e3),
+            wire_us_per_msg: wire_us,
+            cs_to_clock_us: cs.0,
+            cs_high_gap_us: cs.1,
+            pump_wakeups_per_msg: wakeups as f64 / msgs as f64,
+            ctx_switches_per_msg: per(&|r| r.usage.ctx_switches as f64),
+            cpu_us_per_msg: per(&|r| r.usage.cpu_ns as f64 / 1e3),
+        }
+    }
+}
+
+/// Runs the scenario.
+pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
+    if o.size == 0 || o.msgs == 0 || o.rounds == 0 {
+        return Err(format!(
+            "size, msgs and rounds must be at least 1 (got size {}, msgs {}, rounds {})",
+            o.size, o.msgs, o.rounds
+        ));
+    }
+    let mk = |p: Policy, style| -> Result<Series, String> { Ok(Series { rig: Rig::new(p, o.hz, false)?, style, rounds: Vec::new() }) };
+    let mut series = vec![mk(Policy::classic(), Style::Unprepared)?, mk(Policy::fast(), Style::Unprepared)?, mk(Policy::fast(), Style::Prepared)?];
+    if o.ablation {
+        for s in Policy::SWITCHES {
+            let mut p = Policy::fast();
+            p.set(s, false);
+            series.push(mk(p, Style::Unprepared)?);
+        }
+    }
+    let actual_hz = f64::from(series[0].rig.bus.caps().actual_speed_hz(o.hz));
+    let wire_us = (o.size * 8) as f64 / actual_hz * 1e6;
+    let per_round = (o.msgs / u64::from(o.rounds)).max(1);
+    let mut pms = series.iter().map(|s| s.rig.prepared(o.size)).collect::<Result<Vec<_>, _>>()?;
+    // Warm-up: first-touch costs (shards, caches, the wake-margin measurement) stay out of the rounds.
+    for (s, pm) in series.iter().zip(pms.iter_mut()) {
+        round(&s.rig, s.style, o.size, 200, pm)?;
+    }
+    // A B C … then … C B A: each series runs as often early as late in a round.
+    for k in 0..o.rounds {
+        let order: Vec<usize> =
+            if k % 2 == 0 { (0..series.len()).collect() } else { (0..series.len()).rev().collect() };
+        for i in order {
+            let rd = round(&series[i].rig, series[i].style, o.size, per_round, &mut pms[i])?;
+            series[i].rounds.push(rd);
+        }
+    }
+    let classic = series[0].figures(wire_us, traced_cs_figures(&series[0].rig, o.size, o.trace_msgs)?);
+    let fast = series[1].figures(wire_us, traced_cs_figures(&series[1].rig, o.size, o.trace_msgs)?);
+    let prepared = series[2].figures(wire_us, (f64::NAN, f64::NAN));
+    let ablation = if o.ablation {
+        Policy::SWITCHES
+            .iter()
+            .zip(&series[3..])
+            .map(|(name, s)| ((*name).to_owned(), s.figures(wire_us, (f64::NAN, f64::NAN)).overhead()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    drop(series);
+    let throughput = if o.async_threads > 0 {
+        let mut sync = Vec::new();
+        let mut asy = Vec::new();
+        for _ in 0..2 {
+            sync.push(throughput::run(throughput::Mode::Sync, o.async_threads, o.async_msgs, o.size, o.hz, o.async_window)?);
+            asy.push(throughput::run(throughput::Mode::Async, o.async_threads, o.async_msgs, o.size, o.hz, o.async_window)?);
+        }
+        let med = |v: &[throughput::Throughput]| throughput::Throughput {
+            bus_utilization: median(&v.iter().map(|t| t.bus_utilization).collect::<Vec<_>>()),
+            msgs_per_s: median(&v.iter().map(|t| t.msgs_per_s).collect::<Vec<_>>()),
+        };
+        Some((med(&sync), med(&asy)))
+    } else {
+        None
+    };
+    Ok(SpiReport {
+        options: o.clone(),
+        prepared_speedup: fast.elapsed_us_per_msg / prepared.elapsed_us_per_msg,
+        unprepared_us_per_msg: fast.elapsed_us_per_msg,
+        prepared_us_per_msg: prepared.elapsed_us_per_msg,
+        classic,
+        fast,
+        ablation,
+        throughput,
+    })
+}
+
+impl SpiReport {
+    /// Fast overhead / classic overhead.
+    pub fn overhead_ratio(&self) -> f64 {
+        self.fast.overhead() / self.classic.overhead()
+    }
+
+    /// The report as one JSON object.
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({
+            "scenario": "spi",
+            "size_bytes": self.options.size,
+            "clock_hz": self.options.hz,
+            "msgs_per_policy": self.options.msgs,
+            "rounds": self.options.rounds,
+            "classic": self.classic.to_json(),
+            "fast": self.fast.to_json(),
+            "overhead_ratio": r(self.overhead_ratio(), 4),
+            "prepared_speedup": r(self.prepared_speedup, 4),
+            "prepared_us_per_msg": r(self.prepared_us_per_msg, 3),
+            "unprepared_us_per_msg": r(self.unprepared_us_per_msg, 3),
+            "ablation": self.ablation.iter().map(|(s, o)| json!({"switch": s, "overhead_us_per_msg": r(*o, 3)})).collect::<Vec<_>>(),
+        });
+        if let Some((s, a)) = &self.throughput {
+            v["async"] = json!({
+                "threads": self.options.async_threads,
+                "msgs_per_thread": self.options.async_msgs,
+                "sync": {"bus_utilization": r(s.bus_utilization, 4), "msgs_per_s": r(s.msgs_per_s, 0)},
+                "async": {"bus_utilization": r(a.bus_utilization, 4), "msgs_per_s": r(a.msgs_per_s, 0)},
+            });
+        }
+        v
+    }
+
+    /// The human form.
+    pub fn table(&self) -> String {
+        let mut t = Table::new(&["per message", "classic", "fast", "fast/classic"]);
+        let row = |t: &mut Table, name: &str, c: f64, f: f64, digits: i32| {
+            t.row(vec![name.into(), format!("{:.*}", digits as usize, c), format!("{:.*}", digits as usize, f), format!("{:.3}", f / c)]);
+        };
+        let (c, f) = (&self.classic, &self.fast);
+        row(&mut t, "elapsed (µs)", c.elapsed_us_per_msg, f.elapsed_us_per_msg, 3);
+        row(&mut t, "wire (µs)", c.wire_us_per_msg, f.wire_us_per_msg, 3);
+        row(&mut t, "overhead (µs)", c.overhead(), f.overhead(), 3);
+        row(&mut t, "bus utilization", c.utilization(), f.utilization(), 3);
+        row(&mut t, "CS → first clock (µs)", c.cs_to_clock_us, f.cs_to_clock_us, 3);
+        row(&mut t, "CS high gap (µs)", c.cs_high_gap_us, f.cs_high_gap_us, 3);
+        row(&mut t, "pump wake-ups", c.pump_wakeups_per_msg, f.pump_wakeups_per_msg, 4);
+        row(&mut t, "context switches", c.ctx_switches_per_msg, f.ctx_switches_per_msg, 3);
+        row(&mut t, "CPU (µs)", c.cpu_us_per_msg, f.cpu_us_per_msg, 3);
+        let mut out = format!(
+            "E2 spi: {} sync messages of {} bytes at {} MHz per policy, {} interleaved rounds (medians)\n\n{}",
+            self.options.msgs,
+            self.options.size,
+            f64::from(self.options.hz) / 1e6,
+            self.options.rounds,
+            t.render()
+        );
+        out.push_str(&format!(
+            "\nprepared messages (fast): {:.3} µs vs unprepared {:.3} µs per message: speedup {:.3}\n",
+            self.prepared_us_per_msg, self.unprepared_us_per_msg, self.prepared_speedup
+        ));
+        if !self.ablation.is_empty() {
+            let mut a = Table::new(&["fast with one switch off", "overhead (µs/msg)", "vs fast"]);
+            for (s, o) in &self.ablation {
+                a.row(vec![s.clone(), format!("{o:.3}"), format!("{:+.3}", o - f.overhead())]);
+            }
+            out.push('\n');
+            out.push_str(&a.render());
+        }
+        if let Some((s, a)) = &self.throughput {
+            let mut t = Table::new(&[&format!("{} threads × {} msgs", self.options.async_threads, self.options.async_msgs), "bus utilization", "msgs/s"]);
+            t.row(vec!["sync".into(), format!("{:.3}", s.bus_utilization), format!("{:.0}", s.msgs_per_s)]);
+            t.row(vec!["async".into(), format!("{:.3}", a.bus_utilization), format!("{:.0}", a.msgs_per_s)]);
+            out.push('\n');
+            out.push_str(&t.render());
+        }
+        out
+    }
+}
+
+/// Runs `msgs` sync messages of `size` bytes with `policy` on a fresh lab and
+/// returns the bus trace (for `wirespeed lab trace` and `--vcd`).
+pub fn trace_sample(policy: Policy, size: usize, hz: u32, msgs: u64) -> Result<wirespeed_lab::trace::Trace, String> {
+    let rig = Rig::new(policy, hz, false)?;
+    let mut pm = rig.prepared(size.max(1))?;
+    round(&rig, Style::Unprepared, size.max(1), 10, &mut pm)?;
+    rig.block.trace_start((msgs as usize + 1) * (size + 4));
+    round(&rig, Style::Unprepared, size.max(1), msgs, &mut pm)?;
+    rig.block.trace_stop();
+    Ok(rig.block.trace_take())
+}

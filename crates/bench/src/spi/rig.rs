@@ -1,0 +1,88 @@
+//! A bench rig: one lab with a WSPI block, a loopback on CS 0, and a bus.
+
+use wirespeed::backend::lab::LabSpi;
+use wirespeed::spi::{Bus, DeviceConfig, OwnedTransfer, Policy, PreparedMessage, SpiDevice, Transfer};
+use wirespeed_lab::devices::Loopback;
+use wirespeed_lab::spi::SpiController;
+use wirespeed_lab::trace::{cs_high_gaps_ns, cs_windows};
+use wirespeed_lab::{Lab, LabConfig};
+use wirespeed_time::now;
+
+use crate::stats::median;
+use crate::usage::ProcessUsage;
+
+/// One lab and one bus run with one policy.
+pub struct Rig {
+    _lab: Lab,
+    pub block: SpiController,
+    pub bus: Bus,
+    pub dev: SpiDevice,
+}
+
+impl Rig {
+    pub fn new(policy: Policy, hz: u32, instant_wire: bool) -> Result<Rig, String> {
+        let lab = Lab::new(LabConfig { instant_wire, ..LabConfig::default() });
+        let block = lab.spi_controller(Default::default());
+        block.attach(0, Loopback::new());
+        let bus = Bus::new(LabSpi::new(block.clone()), policy);
+        let dev = bus.device(DeviceConfig::new(0, hz)).map_err(|e| e.to_string())?;
+        Ok(Rig { _lab: lab, block, bus, dev })
+    }
+
+    pub fn prepared(&self, size: usize) -> Result<PreparedMessage, String> {
+        self.dev.prepare(vec![OwnedTransfer::duplex(vec![0xA5; size])]).map_err(|e| e.to_string())
+    }
+}
+
+/// Totals of one timed round.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Round {
+    pub msgs: u64,
+    pub elapsed_ns: u64,
+    pub usage: ProcessUsage,
+    pub pump_wakeups: u64,
+}
+
+/// How a round sends its messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// `dev.sync(&mut [Transfer::duplex(..)])`: validated on every call.
+    Unprepared,
+    /// `dev.run(&mut prepared)`.
+    Prepared,
+}
+
+/// Sends `msgs` back-to-back sync messages of `size` bytes.
+pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedMessage) -> Result<Round, String> {
+    let tx = vec![0xA5u8; size];
+    let mut rx = vec![0u8; size];
+    let wake0 = rig.bus.pump_wakeups();
+    let u0 = ProcessUsage::now();
+    let t0 = now();
+    for _ in 0..msgs {
+        match style {
+            Style::Unprepared => rig.dev.sync(&mut [Transfer::duplex(&tx, &mut rx)]),
+            Style::Prepared => rig.dev.run(pm),
+        }
+        .map_err(|e| e.to_string())?;
+    }
+    let elapsed_ns = now().ns_since(t0);
+    Ok(Round {
+        msgs,
+        elapsed_ns,
+        usage: ProcessUsage::now().since(u0),
+        pump_wakeups: rig.bus.pump_wakeups() - wake0,
+    })
+}
+
+/// CS→clock and CS-high gap medians (µs) over `msgs` traced messages.
+pub fn traced_cs_figures(rig: &Rig, size: usize, msgs: u64) -> Result<(f64, f64), String> {
+    let mut pm = rig.prepared(size)?;
+    rig.block.trace_start((msgs as usize) * (size + 4));
+    round(rig, Style::Unprepared, size, msgs, &mut pm)?;
+    rig.block.trace_stop();
+    let w = cs_windows(&rig.block.trace_take());
+    let c2c: Vec<f64> = w.iter().filter_map(|w| w.cs_to_clock_ns()).map(|n| n as f64 / 1e3).collect();
+    let gaps: Vec<f64> = cs_high_gaps_ns(&w).into_iter().map(|n| n as f64 / 1e3).collect();
+    Ok((median(&c2c), median(&gaps)))
+}

@@ -1,0 +1,62 @@
+//! What a run cost the machine: CPU time per thread and per process, and
+//! context switches of all the process's threads.
+
+/// CPU time of the calling thread, in ns (`CLOCK_THREAD_CPUTIME_ID`).
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Resource usage of the whole process (all threads) at one instant.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcessUsage {
+    /// User + system CPU time, ns.
+    pub cpu_ns: u64,
+    /// Voluntary + involuntary context switches.
+    pub ctx_switches: u64,
+}
+
+impl ProcessUsage {
+    /// Reads `getrusage(RUSAGE_SELF)`.
+    pub fn now() -> ProcessUsage {
+        // SAFETY: an all-zero rusage is a valid value to be overwritten.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `ru` is a valid, writable rusage.
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+        let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+        ProcessUsage {
+            cpu_ns: tv(ru.ru_utime) + tv(ru.ru_stime),
+            ctx_switches: (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
+        }
+    }
+
+    /// Usage since `earlier`.
+    pub fn since(self, earlier: ProcessUsage) -> ProcessUsage {
+        ProcessUsage {
+            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
+            ctx_switches: self.ctx_switches.saturating_sub(earlier.ctx_switches),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_grows_with_work_and_sleep_switches_context() {
+        let a = ProcessUsage::now();
+        let t0 = thread_cpu_ns();
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_millis(20) {
+            std::hint::spin_loop();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let d = ProcessUsage::now().since(a);
+        assert!(thread_cpu_ns() - t0 >= 15_000_000);
+        assert!(d.cpu_ns >= 10_000_000, "{d:?}");
+        assert!(d.ctx_switches >= 1, "{d:?}");
+    }
+}
