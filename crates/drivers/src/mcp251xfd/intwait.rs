@@ -46,6 +46,12 @@ pub struct IntWaitStats {
     pub woken: u64,
     /// Interrupts already asserted when the wait began.
     pub immediate: u64,
+    /// Timed sleeps ahead of a predicted interrupt.
+    pub timed_sleeps: u64,
+    /// Interrupts that came during a timed sleep (before the poll window).
+    pub early: u64,
+    /// Poll windows that ended without the interrupt.
+    pub poll_misses: u64,
     /// Learned period, ns.
     pub period_ns: u64,
     /// Learned jitter, ns.
@@ -68,6 +74,8 @@ pub(crate) struct IntWait {
     period: Option<u64>,
     jitter: u64,
     oversleep: u64,
+    /// How long after its stamp an interrupt is seen (moving average), ns.
+    late: u64,
     pub(crate) stats: IntWaitStats,
 }
 
@@ -82,7 +90,7 @@ impl IntWait {
             });
         }
         req.set_wait_mode(WaitMode::Sleep);
-        Ok(IntWait { cfg, offset, active_low: s.active_low, last: None, period: None, jitter: 0, oversleep: 20_000, stats: IntWaitStats::default() })
+        Ok(IntWait { cfg, offset, active_low: s.active_low, last: None, period: None, jitter: 0, oversleep: 20_000, late: 20_000, stats: IntWaitStats::default() })
     }
 
     /// Whether INT is asserted (the pin is low) now.
@@ -138,6 +146,7 @@ impl IntWait {
             if affordable && t < predicted.add_ns(guard) {
                 if t < poll_from {
                     let until = deadline.map_or(poll_from, |d| d.min(poll_from));
+                    self.stats.timed_sleeps += 1;
                     let ev = req.wait_edge_event(Some(Duration::from_nanos(until.ns_since(t))))?;
                     let woke = now();
                     if ev.is_none() && woke >= until {
@@ -145,19 +154,34 @@ impl IntWait {
                     }
                     if self.asserted(req)? {
                         self.stats.woken += 1;
+                        self.stats.early += 1;
                         self.arrived(stamp(ev, woke));
                         return Ok(true);
                     }
                 }
-                let budget_end = predicted.add_ns(2 * guard);
+                // The interrupt may come late by the wake-up of whoever
+                // raises it: allow as long again after the prediction.
+                let budget_end = predicted.add_ns(2 * guard + self.late);
                 let stop = deadline.map_or(budget_end, |d| d.min(budget_end));
                 loop {
                     if self.asserted(req)? {
                         self.stats.polled += 1;
-                        self.arrived(now());
+                        // The edge the poll found is queued: its stamp is
+                        // the arrival (as for a woken wait), and taking it
+                        // leaves no stale event behind.
+                        let seen = now();
+                        let mut at = seen;
+                        while let Some(e) = req.try_edge_event()? {
+                            if e.timestamp <= seen {
+                                at = e.timestamp;
+                            }
+                        }
+                        self.late = ewma(self.late, seen.ns_since(at));
+                        self.arrived(at);
                         return Ok(true);
                     }
                     if now() >= stop {
+                        self.stats.poll_misses += 1;
                         break;
                     }
                     std::hint::spin_loop();
