@@ -209,3 +209,31 @@ impl CanechoReport {
         s
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_run_echoes_everything_and_reports_every_key() {
+        let o = CanechoOptions { frames: 20, gap_us: 3_000, load_frames: 200, ..CanechoOptions::default() };
+        let r = run(&o).unwrap();
+        let j = r.to_json();
+        for p in ["classic", "fast"] {
+            let v = &j[p];
+            for k in [
+                "gap_us", "irq_low_us", "cs_to_clock_us", "cs_high_gap_us", "spi_transfers_per_frame", "frames_sent",
+                "frames_echoed", "payload_mismatches", "gap_limit_us", "gap_vs_limit", "irq_thread_cpu_pct",
+                "process_cpu_pct", "frames_lost",
+            ] {
+                assert!(!v[k].is_null(), "{p}.{k} missing: {v}");
+            }
+            assert_eq!(v["frames_sent"], 20);
+            assert_eq!(v["load_frames_sent"], 200);
+            assert!(v["gap_limit_us"].as_f64().unwrap() > 12.0, "the limit includes the 12 µs intermission");
+        }
+        assert!(j["gap_ratio"].is_number() && j["cpu_ratio"].is_number());
+        assert!(r.table().contains("RX EOF → echo SOF"));
+        assert!(run(&CanechoOptions { len: 9, ..o }).is_err());
+    }
+}

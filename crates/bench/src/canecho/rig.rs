@@ -20,10 +20,13 @@ use wirespeed_time::{now, Instant};
 /// The INT line's offset on the lab GPIO chip.
 pub const INT_LINE: u32 = 5;
 
+/// The instant INT last fell (if low now) and the finished low intervals.
+type Lows = (Option<Instant>, Vec<(Instant, Instant)>);
+
 /// Records the INT pin's low intervals (the seed's "IRQ line low").
 #[derive(Default)]
 pub struct LowProbe {
-    fell: Mutex<(Option<Instant>, Vec<(Instant, Instant)>)>,
+    fell: Mutex<Lows>,
     late: Mutex<Vec<u64>>,
 }
 
@@ -54,17 +57,16 @@ impl LowProbe {
 
 pub struct Rig {
     pub _lab: Lab,
-    pub can: CanBus,
+    pub _can: CanBus,
     pub model: Mcp2518fd,
     pub block: SpiController,
     pub _gpio: GpioChip,
-    pub spi_bus: SpiBus,
+    pub _spi_bus: SpiBus,
     pub spi: SpiDevice,
     pub int: Option<LineRequest>,
     pub gen: Generator,
     pub rec: Recorder,
     pub probe: Arc<LowProbe>,
-    pub sclk_hz: u32,
 }
 
 /// What the generator sends.
@@ -96,7 +98,6 @@ impl Rig {
             .map_err(|e| e.to_string())?;
         let spi_bus = SpiBus::new(LabSpi::new(block.clone()), policy);
         let dcfg = mcp251xfd::device_config(0, Mcp2518fdConfig::default().osc_hz as u32);
-        let sclk_hz = spi_bus.caps().actual_speed_hz(dcfg.speed_hz);
         let spi = spi_bus.device(dcfg).map_err(|e| e.to_string())?;
         let id = CanId::Standard(t.id);
         let gen = Generator::attach(
@@ -105,7 +106,7 @@ impl Rig {
             GeneratorConfig { id, len: t.len, fd: false, brs: false, gap_ns: t.gap_ns, count: t.count, data: DataMode::Random { seed: 0x5EED } },
         )
         .map_err(|e| e.to_string())?;
-        Ok(Rig { _lab: lab, can, model, block, _gpio: gpio, spi_bus, spi, int: Some(int), gen, rec, probe, sclk_hz })
+        Ok(Rig { _lab: lab, _can: can, model, block, _gpio: gpio, _spi_bus: spi_bus, spi, int: Some(int), gen, rec, probe })
     }
 }
 

@@ -59,7 +59,8 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// 40 MHz clock, 500 kbit/s CAN 2.0, 80 % sample point, 16-deep FIFOs of 8 bytes.
+    /// 40 MHz clock, 500 kbit/s CAN 2.0, 80 % sample point, a 32-deep RX FIFO
+    /// and an 8-deep TXQ/TEF of 8-byte objects.
     fn default() -> Self {
         Config {
             clock_hz: 40_000_000,
@@ -69,7 +70,7 @@ impl Default for Config {
             max_bitrate_error_ppm: 5_000,
             mode: OpMode::Normal,
             crc: false,
-            rx_depth: 16,
+            rx_depth: 32,
             rx_payload: 8,
             tx_depth: 8,
             tx_payload: 8,
@@ -220,7 +221,7 @@ mod tests {
     fn layout_follows_the_device_order_and_checks_ram() {
         let p = Config { nominal_bitrate: 250_000, ..Config::default() }.plan().unwrap();
         let l = p.layout;
-        assert_eq!((l.tef_base, l.txq_base, l.rx_base), (0x400, 0x400 + 8 * 12, 0x400 + 8 * 12 + 8 * 16));
+        assert_eq!((l.tef_base, l.txq_base, l.rx_base, l.rx_depth), (0x400, 0x400 + 8 * 12, 0x400 + 8 * 12 + 8 * 16, 32));
         assert_eq!(p.tbc_pre, 39);
         let big = Config { data_bitrate: Some(2_000_000), rx_payload: 64, tx_payload: 64, rx_depth: 32, tx_depth: 32, ..Config::default() };
         assert!(matches!(big.plan(), Err(Error::RamOverflow { .. })));

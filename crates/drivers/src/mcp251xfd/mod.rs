@@ -18,7 +18,7 @@
 //!   nothing written; then bit timing, time base (1 µs ticks), TEF, TXQ, RX
 //!   FIFO 1 with timestamps, filters (accept all), interrupts, and the mode.
 //! - **Receive**: the INT line ([`intwait`]) → one prepared message reading
-//!   C1INT..C1RXIF and the RX object at the tail ([`hot`]) → the frame. The
+//!   C1INT..C1RXIF and the RX object at the tail (module `hot`) → the frame. The
 //!   RX UINC is deferred until after the next transmit (or the next
 //!   receive), so an echo's TX reaches the wire first.
 //! - **Transmit** ([`Mcp251xfd::send`]): one prepared message writes the

@@ -121,7 +121,7 @@ impl RegIo {
     /// Reads `out.len()` bytes from `addr`.
     pub fn read_bytes(&mut self, addr: u16, out: &mut [u8]) -> Result<(), Error> {
         let n = out.len();
-        if n == 0 || n > MAX_ACCESS || (self.crc && in_ram(addr) && n % 4 != 0) {
+        if n == 0 || n > MAX_ACCESS || (self.crc && in_ram(addr) && !n.is_multiple_of(4)) {
             return Err(Error::AccessSize { addr, len: n, max: MAX_ACCESS });
         }
         let (h, t) = overhead(self.crc);
@@ -150,7 +150,7 @@ impl RegIo {
     /// Writes `data` at `addr`.
     pub fn write_bytes(&mut self, addr: u16, data: &[u8]) -> Result<(), Error> {
         let n = data.len();
-        if n == 0 || n > MAX_ACCESS || (self.crc && in_ram(addr) && n % 4 != 0) {
+        if n == 0 || n > MAX_ACCESS || (self.crc && in_ram(addr) && !n.is_multiple_of(4)) {
             return Err(Error::AccessSize { addr, len: n, max: MAX_ACCESS });
         }
         let (h, t) = overhead(self.crc);
