@@ -24,6 +24,11 @@
 //! The toggled line's pad has a probe attached (a lab device counting
 //! edges), so every toggle is a real level change on the board that the
 //! bench checks was seen.
+//!
+//! The report also carries `spi_gpio_cs` (see [`spi_cs`]): SPI bus
+//! utilization with a native and with a GPIO chip select, interleaved.
+
+pub mod spi_cs;
 
 use crate::stats::{mean, round, stddev};
 use crate::table::Table;
@@ -47,11 +52,13 @@ pub struct GpioOptions {
     pub slices: u32,
     /// Attach the edge-counting probe to the pad (default true).
     pub probe: bool,
+    /// The `spi_gpio_cs` part (`rounds: 0` skips it).
+    pub spi: spi_cs::SpiCsOptions,
 }
 
 impl Default for GpioOptions {
     fn default() -> Self {
-        GpioOptions { toggles: 1_000_000, passes: 10, slices: 50, probe: true }
+        GpioOptions { toggles: 1_000_000, passes: 10, slices: 50, probe: true, spi: spi_cs::SpiCsOptions::default() }
     }
 }
 
@@ -91,6 +98,8 @@ pub struct GpioReport {
     pub wirespeed: GuardFigures,
     /// Whether the asymmetric fence (membarrier) was available.
     pub membarrier: bool,
+    /// SPI with a native vs a GPIO chip select (None if skipped).
+    pub spi_gpio_cs: Option<spi_cs::SpiCsFigures>,
 }
 
 struct Probe(AtomicU64);
@@ -175,6 +184,9 @@ pub fn run(opts: &GpioOptions) -> Result<GpioReport, String> {
             opts.toggles, opts.passes, opts.slices
         ));
     }
+    if opts.spi.rounds != 0 {
+        opts.spi.validate()?;
+    }
     let lab = Lab::new(LabConfig::default());
     let hw = lab.gpio_chip(GpioChipConfig { lines: 8, ..GpioChipConfig::default() });
     let chip = open(&hw).map_err(|e| format!("opening the lab chip: {e}"))?;
@@ -209,6 +221,7 @@ pub fn run(opts: &GpioOptions) -> Result<GpioReport, String> {
             cpu[g].push(acc[g].cpu_us);
         }
     }
+    let spi_gpio_cs = if opts.spi.rounds == 0 { None } else { Some(spi_cs::run(&opts.spi)?) };
     let none_mean = mean(&wall[0]);
     let none_cpu = mean(&cpu[0]);
     let sets = 2.0 * opts.toggles as f64;
@@ -229,6 +242,7 @@ pub fn run(opts: &GpioOptions) -> Result<GpioReport, String> {
         interlock: fig("interlock", 1),
         wirespeed: fig("wirespeed", 2),
         membarrier: !chip_is_heavy(),
+        spi_gpio_cs,
     })
 }
 
@@ -253,7 +267,7 @@ impl GuardFigures {
 impl GpioReport {
     /// The report as one JSON object.
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut j = json!({
             "scenario": "gpio",
             "toggles_per_pass": self.options.toggles,
             "passes": self.options.passes,
@@ -263,7 +277,11 @@ impl GpioReport {
             "none": self.none.to_json(),
             "interlock": self.interlock.to_json(),
             "wirespeed": self.wirespeed.to_json(),
-        })
+        });
+        if let Some(s) = &self.spi_gpio_cs {
+            j["spi_gpio_cs"] = s.to_json();
+        }
+        j
     }
 
     /// The report as a table.
@@ -279,14 +297,33 @@ impl GpioReport {
                 format!("{:.4}", g.cpu_overhead_vs_none),
             ]);
         }
-        format!(
+        let mut out = format!(
             "gpio: {} passes of {} high/low toggles, guards interleaved in {} slices per pass (membarrier: {})\n{}",
             self.options.passes,
             self.options.toggles,
             self.options.slices,
             self.membarrier,
             t.render()
-        )
+        );
+        if let Some(s) = &self.spi_gpio_cs {
+            let mut t = Table::new(&["chip select", "utilization", "µs/message", "vs native"]);
+            for r in s.rows() {
+                t.row(r);
+            }
+            out.push_str(&format!(
+                "\nspi_gpio_cs: {} rounds each of {} back-to-back {}-byte sync messages at {} MHz, native/GPIO interleaved, medians\n{}",
+                s.options.rounds,
+                s.options.messages,
+                spi_cs::MESSAGE_BYTES,
+                spi_cs::SPEED_HZ / 1_000_000,
+                t.render()
+            ));
+            out.push_str(&format!(
+                "GpioCs edge {:.2} ns vs bare line write {:.2} ns\n",
+                s.cs_set_ns, s.line_set_ns
+            ));
+        }
+        out
     }
 }
 
@@ -296,7 +333,8 @@ mod tests {
 
     #[test]
     fn small_run_reports_every_guard_and_verifies_edges() {
-        let r = run(&GpioOptions { toggles: 2_000, passes: 2, slices: 4, probe: true }).unwrap();
+        let spi = spi_cs::SpiCsOptions { rounds: 2, messages: 50, sets: 2_000 };
+        let r = run(&GpioOptions { toggles: 2_000, passes: 2, slices: 4, probe: true, spi }).unwrap();
         let j = r.to_json();
         for k in ["none", "interlock", "wirespeed"] {
             for f in ["mean_us", "stddev_us", "overhead_vs_none"] {
@@ -305,13 +343,22 @@ mod tests {
             assert_eq!(r.none.pass_us.len(), 2);
         }
         assert_eq!(j["none"]["overhead_vs_none"], 1.0);
-        assert!(j.get("spi_gpio_cs").is_none());
-        assert!(r.table().contains("wirespeed"));
+        for f in ["native_cs_utilization", "gpio_cs_utilization"] {
+            let u = j["spi_gpio_cs"][f].as_f64().unwrap_or(-1.0);
+            // Utilization cannot exceed 1: the lab shifts bits in real time.
+            assert!(u > 0.0 && u <= 1.0, "spi_gpio_cs.{f} = {u} in {j}");
+        }
+        assert_eq!(r.spi_gpio_cs.as_ref().unwrap().gpio_rounds.len(), 2);
+        assert!(r.table().contains("wirespeed") && r.table().contains("spi_gpio_cs"));
+        let spi = spi_cs::SpiCsOptions { rounds: 0, ..spi_cs::SpiCsOptions::default() };
+        let r = run(&GpioOptions { toggles: 100, passes: 1, slices: 1, probe: false, spi }).unwrap();
+        assert!(r.to_json().get("spi_gpio_cs").is_none(), "rounds 0 skips the SPI part");
     }
 
     #[test]
     fn bad_options_are_refused() {
         assert!(run(&GpioOptions { toggles: 0, ..GpioOptions::default() }).is_err());
         assert!(run(&GpioOptions { toggles: 5, slices: 10, ..GpioOptions::default() }).is_err());
+        assert!(spi_cs::run(&spi_cs::SpiCsOptions { messages: 0, ..spi_cs::SpiCsOptions::default() }).is_err());
     }
 }

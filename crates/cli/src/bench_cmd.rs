@@ -2,6 +2,7 @@
 
 use clap::Subcommand;
 use wirespeed_bench::delay::{self as delay_bench, DelayOptions};
+use wirespeed_bench::regmap::RegmapOptions;
 use wirespeed_bench::spi::SpiOptions;
 
 use crate::realtime_flag::RealtimeArgs;
@@ -79,11 +80,36 @@ pub enum BenchCommand {
         /// Do not attach the edge-counting probe to the toggled pad.
         #[arg(long)]
         no_probe: bool,
+        /// spi_gpio_cs: rounds per chip select, native/GPIO interleaved (0 skips it).
+        #[arg(long, default_value_t = wirespeed_bench::gpio::spi_cs::SpiCsOptions::default().rounds)]
+        spi_rounds: u32,
+        /// spi_gpio_cs: back-to-back messages per round.
+        #[arg(long, default_value_t = wirespeed_bench::gpio::spi_cs::SpiCsOptions::default().messages)]
+        spi_messages: u32,
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         realtime: RealtimeArgs,
+    },
+    /// Register map over SPI on the lab register file: cached and uncached
+    /// reads, 8 adjacent registers in one multi_write against 8 writes.
+    Regmap {
+        /// SPI clock in Hz.
+        #[arg(long, default_value_t = RegmapOptions::default().speed_hz)]
+        speed_hz: u32,
+        /// SPI core policy.
+        #[arg(long, default_value_t = RegmapOptions::default().policy)]
+        policy: String,
+        /// Timed batches of cached reads.
+        #[arg(long, default_value_t = RegmapOptions::default().samples)]
+        samples: usize,
+        /// Interleaved rounds of multi_write against separate writes.
+        #[arg(long, default_value_t = RegmapOptions::default().rounds)]
+        rounds: usize,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -118,10 +144,20 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             let r = delay_bench::run(&DelayOptions { iterations, ..DelayOptions::default() })?;
             print_report(json, r.to_json(), || r.table());
         }
-        BenchCommand::Gpio { toggles, passes, slices, no_probe, json, realtime } => {
+        BenchCommand::Gpio { toggles, passes, slices, no_probe, spi_rounds, spi_messages, json, realtime } => {
             realtime.apply();
-            let opts = wirespeed_bench::gpio::GpioOptions { toggles, passes, slices, probe: !no_probe };
+            let spi = wirespeed_bench::gpio::spi_cs::SpiCsOptions {
+                rounds: spi_rounds,
+                messages: spi_messages,
+                ..Default::default()
+            };
+            let opts = wirespeed_bench::gpio::GpioOptions { toggles, passes, slices, probe: !no_probe, spi };
             let r = wirespeed_bench::gpio::run(&opts)?;
+            print_report(json, r.to_json(), || r.table());
+        }
+        BenchCommand::Regmap { speed_hz, policy, samples, rounds, json } => {
+            let opts = RegmapOptions { speed_hz, policy, samples, rounds, ..RegmapOptions::default() };
+            let r = wirespeed_bench::regmap::run(&opts)?;
             print_report(json, r.to_json(), || r.table());
         }
     }

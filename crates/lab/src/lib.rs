@@ -32,6 +32,7 @@ mod irq;
 mod lab;
 mod pin;
 mod scheduler;
+mod spin;
 pub mod spi;
 pub mod trace;
 

@@ -4,6 +4,7 @@
 //! core picks the fast way by itself, drivers don't have to know the system.
 //!
 //! - [`time`]: monotonic clock, deadlines, precise delays.
+//! - [`regmap`]: register maps with caches over any bus.
 //! - [`spi`]: the SPI core — buses, devices, messages, policies.
 //! - [`gpio`]: GPIO chips and lines, edge events, removal-safe handles.
 //!
@@ -15,4 +16,5 @@ pub mod backend;
 pub mod gpio;
 #[cfg(feature = "linux")]
 pub mod linux;
+pub mod regmap;
 pub mod spi;

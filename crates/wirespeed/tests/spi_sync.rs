@@ -16,9 +16,6 @@ fn every_size_round_trips_through_loopback_in_both_completion_modes() {
         let b = bench(policy);
         let dev = b.bus.device(DeviceConfig::new(0, 50_000_000)).unwrap();
         for n in 1..=4096usize {
-            if name == "irq" && n > 200 && n % 97 != 0 && n != 4096 {
-                continue; // each IRQ transfer costs a real wake-up: sample the large sizes
-            }
             let tx = pattern(n, n as u8);
             let mut rx = vec![0u8; n];
             dev.sync(&mut [Transfer::duplex(&tx, &mut rx)]).unwrap_or_else(|e| panic!("{name} {n}: {e}"));

@@ -15,7 +15,8 @@ use crate::pin::PinSink;
 use crate::trace::Trace;
 use model::Model;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use crate::spin::{SpinGuard, SpinLock};
+use std::sync::{Arc, Weak};
 use wirespeed_time::{spin_for_ns, Instant};
 
 /// The bus face of an SPI device model: what a chip sees on its pins.
@@ -55,7 +56,7 @@ impl Default for SpiControllerConfig {
 }
 
 pub(crate) struct Shared {
-    model: Mutex<Model>,
+    model: SpinLock<Model>,
     irq: IrqLine,
     latency_ns: u64,
     config: SpiControllerConfig,
@@ -77,7 +78,7 @@ impl SpiController {
     pub(crate) fn new(lab: &Lab, config: SpiControllerConfig) -> SpiController {
         let irq = IrqLine::new(config.name);
         let shared = Arc::new_cyclic(|weak: &Weak<Shared>| Shared {
-            model: Mutex::new(Model::new(&config, lab, weak.clone())),
+            model: SpinLock::new(Model::new(&config, lab, weak.clone())),
             irq: irq.clone(),
             latency_ns: lab.config().reg_access_latency_ns,
             config: config.clone(),
@@ -85,8 +86,8 @@ impl SpiController {
         SpiController { shared }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Model> {
-        self.shared.model.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> SpinGuard<'_, Model> {
+        self.shared.model.lock()
     }
 
     /// The block's static configuration.
@@ -180,7 +181,7 @@ struct ExternalCs {
 impl PinSink for ExternalCs {
     fn drive(&self, high: bool, at: Instant) {
         if let Some(shared) = self.block.upgrade() {
-            let mut m = shared.model.lock().unwrap_or_else(|e| e.into_inner());
+            let mut m = shared.model.lock();
             m.external_cs(self.index, !high, at);
             m.update_irq(&shared.irq);
         }
@@ -189,7 +190,7 @@ impl PinSink for ExternalCs {
 
 pub(crate) fn fire_irq_check(block: &Weak<Shared>) {
     if let Some(shared) = block.upgrade() {
-        let mut m = shared.model.lock().unwrap_or_else(|e| e.into_inner());
+        let mut m = shared.model.lock();
         m.timer_fired();
         m.update_irq(&shared.irq);
     }

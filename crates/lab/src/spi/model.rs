@@ -127,6 +127,9 @@ impl Model {
 
     /// Works out everything that happened on the wire up to `t`.
     pub(super) fn advance(&mut self, t: Instant) {
+        if self.burst.is_none() {
+            return;
+        }
         let depth = self.current_depth();
         let Some(b) = self.burst.as_mut() else { return };
         loop {

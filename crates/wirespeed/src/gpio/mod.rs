@@ -11,6 +11,9 @@
 //!   (non-blocking, sleeping with a timeout, or through a pollable fd), and
 //!   interrupt waits that poll or sleep by themselves ([`LineRequest::wait_edge`],
 //!   [`LineRequest::wait_level`]; see [`WaitMode`]).
+//! - [`GpioCs`]: any output line as the chip select of an SPI device
+//!   (active-low on the wire unless the line is requested active-low; see
+//!   [`CsPolarity`]).
 //! - Removal: after it begins every access fails with [`GpioError::ChipGone`];
 //!   [`Chip::remove`] returns only once the accesses in flight have ended;
 //!   nothing touches the freed backend state. The per-access cost is a
@@ -35,6 +38,7 @@
 mod backend;
 mod chip;
 mod config;
+mod cs;
 mod error;
 pub(crate) mod fd;
 mod guard;
@@ -49,6 +53,7 @@ mod tests;
 pub use backend::{ChipBackend, ChipInfo, EdgeEvent, EdgeKind, LineInfo, RequestBackend};
 pub use chip::{Chip, RemovalHandle};
 pub use config::{Bias, Direction, Drive, Edge, LineConfig, LineSettings, RequestConfig, MAX_CONSUMER, MAX_LINES};
+pub use cs::{CsPolarity, GpioCs};
 pub use error::GpioError;
 pub use guard::{asymmetric_fence_available, AccessGuard, Interlock, Revocable, SoundGuard, Unguarded};
 pub use irq::{WaitMode, WaitStats, DEFAULT_WAKE_COST_NS};

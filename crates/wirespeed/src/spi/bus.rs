@@ -65,7 +65,7 @@ impl BusInner {
         if ensure_powered(hw) {
             self.powered.store(true, Ordering::Release);
             // Once per idle period: the pump re-arms its idle timer.
-            self.pump_cv.notify_one();
+            self.signal_pump();
         }
         let r = execute(hw, dev, &self.ctx(), msg);
         let end = now();
@@ -73,15 +73,23 @@ impl BusInner {
         (r, end)
     }
 
+    /// Wakes the pump thread; every wake-up the stack causes is counted.
+    pub(crate) fn signal_pump(&self) {
+        self.pump_wakeups.fetch_add(1, Ordering::Relaxed);
+        self.pump_cv.notify_one();
+    }
+
     pub(crate) fn enqueue(&self, job: pump::Job) {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         q.push_back(job);
         self.queue_len.fetch_add(1, Ordering::AcqRel);
-        // A pump that is running will find the job: waking it would be a wasted system call.
-        let sleeping = self.pump_sleeping.load(Ordering::Relaxed);
+        // Fast: a pump that is running will find the job, so only a sleeping
+        // pump is signalled. Classic signals on every queued message, as
+        // queueing the pump's work did.
+        let signal = !self.policy.quiet_pump || self.pump_sleeping.load(Ordering::Relaxed);
         drop(q);
-        if sleeping {
-            self.pump_cv.notify_one();
+        if signal {
+            self.signal_pump();
         }
     }
 
@@ -115,7 +123,10 @@ impl BusInner {
             timeout: matches!(r, Err(SpiError::Timeout { .. })),
             latency_ns: end.ns_since(t0),
         });
-        if !self.policy.quiet_pump {
+        // Classic: spi_finalize_current_message queues the pump's work to look
+        // for idle teardown. When the pump ran the message it just loops on;
+        // when the caller did, the pump is woken for it (seed 001).
+        if !self.policy.quiet_pump && immediate {
             self.enqueue(pump::Job::IdleCheck);
         }
     }
@@ -216,7 +227,8 @@ impl Bus {
         self.inner.stats.snapshot()
     }
 
-    /// How many times the pump thread has been woken.
+    /// How many times the pump thread has been woken: by the stack's signals
+    /// (queued work, power-up after teardown) and by its idle timer.
     pub fn pump_wakeups(&self) -> u64 {
         self.inner.pump_wakeups.load(Ordering::Relaxed)
     }

@@ -5,7 +5,8 @@
 //! held, one message at a time, in this order per transfer: [`configure`]
 //! (only when mode, clock or word size change, unless the policy says
 //! otherwise), optionally [`preload`] (fill the TX FIFO before CS asserts),
-//! [`set_cs`], [`transfer`]. The driver offers both completion modes; the
+//! [`set_cs`], [`transfer`]; if a GPIO chip select fails after a preload,
+//! [`discard_preload`] instead of [`transfer`]. The driver offers both completion modes; the
 //! core decides which to use (see [`Completion`]). A driver never sleeps
 //! except when told to wait on its interrupt.
 //!
@@ -16,6 +17,7 @@
 //! [`preload`]: Controller::preload
 //! [`set_cs`]: Controller::set_cs
 //! [`transfer`]: Controller::transfer
+//! [`discard_preload`]: Controller::discard_preload
 
 use super::transfer::{Data, Mode};
 use std::fmt;
@@ -136,6 +138,11 @@ pub trait Controller: Send + 'static {
     /// Loads the first words of `data` into the TX FIFO without starting the
     /// shifter; returns how many words were loaded (0 if not supported).
     fn preload(&mut self, data: &Data<'_>, bits: u8) -> usize;
+    /// Throws away the words [`preload`](Controller::preload) loaded, when the
+    /// transfer will not start after all (its chip select could not be
+    /// driven): they must not be shifted with a later transfer. Drivers
+    /// whose `preload` loads anything must implement it; the default does nothing.
+    fn discard_preload(&mut self) {}
     /// Shifts `data` (of which `preloaded` words are already in the FIFO) and
     /// waits for completion in the given mode, at most `timeout_ns`.
     fn transfer(

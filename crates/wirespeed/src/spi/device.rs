@@ -7,6 +7,12 @@ use std::sync::Arc;
 
 /// A chip-select line driven by software (a GPIO line), for devices that are
 /// not on one of the controller's native chip selects.
+/// [`GpioCs`](crate::gpio::GpioCs) implements it for a GPIO output line.
+///
+/// The core calls it with the bus held, before the first clock and after
+/// the last (applying the device's CS setup, hold and inactive times from
+/// the moment it returns); an error fails the transfer with
+/// [`SpiError::ChipSelect`](super::SpiError::ChipSelect) carrying its text.
 pub trait CsPin: Send + Sync {
     /// Drives the line active (the device selected) or inactive.
     fn set_active(&self, active: bool) -> Result<(), String>;

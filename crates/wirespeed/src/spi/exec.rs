@@ -72,6 +72,27 @@ impl MessageSource for [Transfer<'_>] {
     }
 }
 
+/// A message of borrowed transfers whose steps were planned while validating
+/// it, so that the executor does not plan them again.
+pub(crate) struct Planned<'m, 't> {
+    pub transfers: &'m mut [Transfer<'t>],
+    pub steps: &'m [Step],
+}
+
+impl MessageSource for Planned<'_, '_> {
+    fn count(&self) -> usize {
+        self.steps.len()
+    }
+    #[inline]
+    fn step(&self, i: usize, _dev: &DeviceConfig, _caps: &ControllerCaps) -> Result<Step, InvalidMessage> {
+        Ok(self.steps[i])
+    }
+    #[inline]
+    fn data(&mut self, i: usize) -> Data<'_> {
+        reborrow(&mut self.transfers[i].data)
+    }
+}
+
 /// Context of one execution.
 pub(crate) struct ExecCtx<'a> {
     pub policy: &'a Policy,
@@ -148,6 +169,15 @@ pub(crate) fn execute<M: MessageSource + ?Sized>(
         release_held_cs(hw, None)?;
     } else {
         hw.cs_held = None;
+        // A GPIO chip select held since the last message may have gone with
+        // its chip: drive it again (no edge) so that nothing is shifted to a
+        // device whose select is no longer under control.
+        if let ChipSelect::Gpio(pin) = &dev.cfg.cs {
+            if let Err(e) = pin.set_active(true) {
+                let _ = pin.set_active(false);
+                return Err(SpiError::ChipSelect(e));
+            }
+        }
     }
     let result = run_steps(hw, dev, ctx, msg, &mut cs_active);
     if result.is_err() && cs_active {
@@ -187,7 +217,15 @@ fn run_steps<M: MessageSource + ?Sized>(
                 let off = Instant::from_ns(dev.last_cs_off.load(Ordering::Relaxed));
                 wait_until(Deadline::after_ns_from(off, u64::from(cfg.cs_inactive_ns)));
             }
-            let on = drive_cs(hw, &cfg.cs, true, cfg.cs_setup_ns > 0)?;
+            let on = match drive_cs(hw, &cfg.cs, true, cfg.cs_setup_ns > 0) {
+                Ok(t) => t,
+                Err(e) => {
+                    if preloaded > 0 {
+                        hw.ctlr.discard_preload();
+                    }
+                    return Err(e);
+                }
+            };
             *cs_active = true;
             wait_or_delay(policy, on, cfg.cs_setup_ns);
         }

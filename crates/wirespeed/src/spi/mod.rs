@@ -73,8 +73,19 @@ impl SpiDevice {
 
     /// Runs a message and waits for it. Nothing is sent if it is invalid.
     pub fn sync(&self, transfers: &mut [Transfer<'_>]) -> Result<(), SpiError> {
-        plan::validate(transfers, &self.state.cfg, &self.bus.inner.caps)?;
-        self.bus.inner.sync(&self.state, transfers)
+        /// Messages up to this many transfers are planned once, on the stack.
+        const INLINE: usize = 8;
+        let (cfg, caps) = (&self.state.cfg, &self.bus.inner.caps);
+        if transfers.is_empty() || transfers.len() > INLINE {
+            plan::validate(transfers, cfg, caps)?;
+            return self.bus.inner.sync(&self.state, transfers);
+        }
+        let mut steps = [plan::Step::EMPTY; INLINE];
+        for (i, t) in transfers.iter().enumerate() {
+            steps[i] = plan::plan_step(i, t, cfg, caps)?;
+        }
+        let n = transfers.len();
+        self.bus.inner.sync(&self.state, &mut exec::Planned { transfers, steps: &steps[..n] })
     }
 
     /// Sends `tx`.

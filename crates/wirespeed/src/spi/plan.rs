@@ -22,6 +22,23 @@ pub(crate) struct Step {
     pub rx: bool,
 }
 
+impl Step {
+    /// A placeholder for fixed-size step arrays.
+    pub(crate) const EMPTY: Step = Step {
+        len: 0,
+        bits: 8,
+        speed_hz: 0,
+        wire_ns: 0,
+        delay_before_ns: 0,
+        delay_after_ns: 0,
+        cs_change: false,
+        cs_change_delay_ns: None,
+        word_delay_ns: 0,
+        tx: false,
+        rx: false,
+    };
+}
+
 pub(crate) fn word_bytes(bits: u8) -> usize {
     usize::from(bits.div_ceil(8)).next_power_of_two()
 }

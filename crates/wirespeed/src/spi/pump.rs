@@ -114,13 +114,16 @@ fn run(inner: &BusInner) {
                     continue;
                 }
                 inner.pump_sleeping.store(true, Ordering::Relaxed);
-                q = inner.pump_cv.wait_timeout(q, Duration::from_nanos(idle_at - t)).unwrap_or_else(|e| e.into_inner()).0;
+                let (g, res) = inner.pump_cv.wait_timeout(q, Duration::from_nanos(idle_at - t)).unwrap_or_else(|e| e.into_inner());
+                q = g;
+                if res.timed_out() {
+                    inner.pump_wakeups.fetch_add(1, Ordering::Relaxed);
+                }
             } else {
                 inner.pump_sleeping.store(true, Ordering::Relaxed);
                 q = inner.pump_cv.wait(q).unwrap_or_else(|e| e.into_inner());
             }
             inner.pump_sleeping.store(false, Ordering::Relaxed);
-            inner.pump_wakeups.fetch_add(1, Ordering::Relaxed);
             continue;
         }
         // Take the bus first, then jobs: see the ordering note in bus.rs.

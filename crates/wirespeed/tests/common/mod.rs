@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod alloc_count;
+
 use wirespeed::backend::lab::LabSpi;
 use wirespeed::spi::{Bus, Policy};
 use wirespeed_lab::devices::{Loopback, RegFile};

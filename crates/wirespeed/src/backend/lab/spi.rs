@@ -145,6 +145,14 @@ impl Controller for LabSpi {
         n
     }
 
+    fn discard_preload(&mut self) {
+        if self.preloaded > 0 {
+            // Nothing is shifting (no START since the preload): RESET only empties the FIFOs.
+            self.block.write(regs::RESET, 1);
+            self.preloaded = 0;
+        }
+    }
+
     fn transfer(
         &mut self,
         data: &mut Data<'_>,

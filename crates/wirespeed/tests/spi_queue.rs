@@ -1,0 +1,219 @@
+//! The SPI core's queue: the caller-context fast path and the pump thread
+//! hand messages to each other without losing, repeating or reordering any.
+
+mod common;
+
+use common::{alloc_count, bench};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use wirespeed::backend::lab::LabSpi;
+use wirespeed::spi::{Bus, DeviceConfig, OwnedTransfer, Policy, Transfer};
+use wirespeed_lab::spi::SpiDeviceModel;
+use wirespeed_lab::{Lab, LabConfig};
+use wirespeed_time::Instant;
+
+/// Records the MOSI bytes of every CS window, in the order they hit the wire.
+#[derive(Clone, Default)]
+struct Recorder {
+    windows: Arc<Mutex<Vec<Vec<u8>>>>,
+}
+
+impl SpiDeviceModel for Recorder {
+    fn chip_select(&mut self, asserted: bool, _at: Instant) {
+        if asserted {
+            self.windows.lock().unwrap().push(Vec::new());
+        }
+    }
+    fn exchange(&mut self, mosi: u32, _bits: u8, _at: Instant) -> u32 {
+        if let Some(w) = self.windows.lock().unwrap().last_mut() {
+            w.push(mosi as u8);
+        }
+        mosi
+    }
+}
+
+fn msg(thread: u8, seq: u32) -> [u8; 5] {
+    let s = seq.to_be_bytes();
+    [thread, s[0], s[1], s[2], s[3]]
+}
+
+/// Every thread mixes async submits and sync calls to one device; each
+/// message carries (thread, sequence). On the wire, each thread's sequence
+/// must appear exactly once per number and in order.
+fn hammer(policy: Policy, threads: u8, per_thread: u32) {
+    let lab = Lab::new(LabConfig { instant_wire: false, ..LabConfig::default() });
+    let block = lab.spi_controller(Default::default());
+    let rec = Recorder::default();
+    block.attach(0, rec.clone());
+    let bus = Bus::new(LabSpi::new(block), policy);
+    std::thread::scope(|sc| {
+        for t in 0..threads {
+            let dev = bus.device(DeviceConfig::new(0, 50_000_000)).unwrap();
+            sc.spawn(move || {
+                let mut pending = Vec::new();
+                let mut seq = 0;
+                while seq < per_thread {
+                    // A burst of async submits, then a sync call that must land after them.
+                    let burst = (seq % 7) + 1;
+                    for _ in 0..burst.min(per_thread - seq) {
+                        let pm = dev.prepare(vec![OwnedTransfer::write(msg(t, seq).to_vec())]).unwrap();
+                        pending.push(dev.submit(pm));
+                        seq += 1;
+                    }
+                    if seq < per_thread {
+                        dev.sync(&mut [Transfer::write(&msg(t, seq))]).unwrap();
+                        seq += 1;
+                    }
+                    for p in pending.drain(..) {
+                        let (_, r) = p.wait();
+                        r.unwrap();
+                    }
+                }
+            });
+        }
+    });
+    let windows = rec.windows.lock().unwrap().clone();
+    assert_eq!(windows.len(), usize::from(threads) * per_thread as usize, "messages lost or repeated");
+    let mut next = vec![0u32; usize::from(threads)];
+    for w in &windows {
+        assert_eq!(w.len(), 5, "a message was torn: {w:?}");
+        let t = usize::from(w[0]);
+        let seq = u32::from_be_bytes([w[1], w[2], w[3], w[4]]);
+        assert_eq!(seq, next[t], "thread {t}: message {seq} out of order (expected {})", next[t]);
+        next[t] += 1;
+    }
+    let s = bus.stats();
+    assert_eq!(s.messages, u64::from(threads) * u64::from(per_thread));
+    assert!(s.queued > 0, "the test must exercise the queue");
+}
+
+#[test]
+fn handoff_between_caller_and_pump_keeps_every_message_once_and_in_order() {
+    for round in 0..5 {
+        hammer(Policy::fast(), 4, 400 + round * 50);
+    }
+}
+
+#[test]
+fn classic_handoff_keeps_order_too() {
+    hammer(Policy::classic(), 3, 200);
+}
+
+#[test]
+fn fast_sync_never_wakes_the_pump_classic_does() {
+    let b = bench(Policy::fast());
+    let dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    let before = b.bus.pump_wakeups();
+    for _ in 0..500 {
+        dev.write(&[0; 9]).unwrap();
+    }
+    assert_eq!(b.bus.pump_wakeups(), before, "a sync message woke the pump");
+    assert_eq!(b.bus.stats().sync_immediate, 500);
+
+    let c = bench(Policy::classic());
+    let dev = c.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    let before = c.bus.pump_wakeups();
+    for _ in 0..100 {
+        dev.write(&[0; 9]).unwrap();
+    }
+    let woke = c.bus.pump_wakeups() - before;
+    assert!(woke >= 100, "classic hands every message to the pump: {woke} wake-ups for 100");
+}
+
+#[test]
+fn idle_teardown_runs_once_after_the_idle_delay() {
+    let policy = Policy { idle_delay: Duration::from_millis(40), ..Policy::fast() };
+    let b = bench(policy);
+    let dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    for _ in 0..200 {
+        dev.write(&[1; 4]).unwrap();
+    }
+    assert_eq!(b.bus.teardowns(), 0, "torn down while busy");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(b.bus.teardowns(), 1, "teardown must run exactly once when idle");
+    assert!(!b.block.is_ready(), "the controller must be powered down");
+    let ups = b.block.power_ups();
+    let mut rx = [0u8; 4];
+    dev.sync(&mut [Transfer::duplex(&[1, 2, 3, 4], &mut rx)]).unwrap();
+    assert_eq!(rx, [1, 2, 3, 4]);
+    assert_eq!(b.block.power_ups(), ups + 1, "the next transfer powers the controller up");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(b.bus.teardowns(), 2);
+}
+
+#[test]
+fn bus_lock_holds_off_others_and_queues_their_async_work() {
+    let b = bench(Policy::fast());
+    let a = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    let other = b.bus.device(DeviceConfig::new(1, 20_000_000)).unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut lock = a.lock_bus();
+    std::thread::scope(|sc| {
+        let o2 = order.clone();
+        let other2 = other.clone();
+        let h = sc.spawn(move || {
+            other2.write(&[0x02, 0x00, 0x11]).unwrap();
+            o2.lock().unwrap().push("other sync");
+        });
+        let pm = other.prepare(vec![OwnedTransfer::write(vec![0x02, 0x01, 0x22])]).unwrap();
+        let o3 = order.clone();
+        other.submit_with(pm, move |_, r| {
+            r.unwrap();
+            o3.lock().unwrap().push("other async");
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        lock.sync(&mut [Transfer::write(&[0xAA])]).unwrap();
+        order.lock().unwrap().push("locked sync");
+        drop(lock);
+        h.join().unwrap();
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    let order = order.lock().unwrap().clone();
+    assert_eq!(order[0], "locked sync", "{order:?}");
+    assert_eq!(order.len(), 3, "{order:?}");
+    assert_eq!((b.regfile.peek(0), b.regfile.peek(1)), (0x11, 0x22), "queued work was lost");
+}
+
+#[test]
+fn async_handles_wait_poll_and_return_the_message() {
+    let b = bench(Policy::fast());
+    let dev = b.bus.device(DeviceConfig::new(0, 1_000_000)).unwrap();
+    let pm = dev.prepare(vec![OwnedTransfer::duplex(vec![9; 64])]).unwrap();
+    let mut p = dev.submit(pm);
+    let mut polls = 0;
+    let (pm, r) = loop {
+        match p.try_take() {
+            Ok(done) => break done,
+            Err(back) => {
+                polls += 1;
+                p = back;
+                std::thread::yield_now();
+            }
+        }
+    };
+    r.unwrap();
+    assert!(polls > 0, "a 512 µs transfer cannot be done at once");
+    assert_eq!(pm.rx(0).unwrap(), &[9u8; 64][..]);
+    // A message prepared for another device is refused, and comes back.
+    let other = b.bus.device(DeviceConfig::new(1, 1_000_000)).unwrap();
+    let (_, r) = other.submit(pm).wait();
+    assert!(r.is_err());
+}
+
+#[test]
+fn prepared_messages_do_not_allocate_per_run() {
+    let b = bench(Policy::fast());
+    let dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    let mut pm = dev.prepare(vec![OwnedTransfer::duplex(vec![0; 9])]).unwrap();
+    for _ in 0..10 {
+        dev.run(&mut pm).unwrap(); // warm: per-thread shard, controller buffers
+    }
+    let before = alloc_count::get();
+    for i in 0..1000u32 {
+        pm.tx_mut(0).unwrap()[0] = i as u8;
+        dev.run(&mut pm).unwrap();
+    }
+    let n = alloc_count::get() - before;
+    assert_eq!(n, 0, "{n} allocations in 1000 prepared runs");
+    assert_eq!(pm.rx(0).unwrap()[0], (999u32 % 256) as u8);
+}
