@@ -218,3 +218,17 @@ fn failed_probe_reports_and_leaves_config_mode_with_only_probe_accesses() {
     assert!(matches!(e, Error::BitTiming { .. }), "{e}");
     assert!(r.block.trace_take().events.is_empty());
 }
+
+#[test]
+fn crc_access_detects_and_retries_corrupted_replies() {
+    let mut r = rig(500_000);
+    let mut d = driver(&mut r, Config { crc: true, ..cfg(500_000) }).unwrap();
+    let before = d.stats().crc_errors;
+    r.dev.flip_miso(1, 0x01);
+    assert_eq!(d.regs().read(0xE14).unwrap(), 0x14, "the retry reads DEVID intact");
+    assert!(d.stats().crc_errors > before, "the corrupted reply was counted");
+    // A corrupted write is flagged by the device and reported.
+    r.dev.flip_mosi(1, 0x80);
+    let e = d.regs().write(0x1F0, 0).unwrap_err();
+    assert!(matches!(e, Error::WriteCrc { addr: 0x1F0, .. }), "{e}");
+}

@@ -91,6 +91,13 @@ pub enum Error {
         /// CRC register value.
         crc_register: u32,
     },
+    /// The register map refused or failed an access.
+    Register {
+        /// Address.
+        addr: u16,
+        /// What the register map said.
+        reason: String,
+    },
     /// A register access of an unsupported size.
     AccessSize {
         /// Address.
@@ -156,6 +163,7 @@ impl fmt::Display for Error {
             Error::WriteCrc { addr, crc_register } => {
                 write!(f, "WRITE_CRC at {addr:#05x} rejected by the device (CRC register {crc_register:#010x})")
             }
+            Error::Register { addr, reason } => write!(f, "register {addr:#05x}: {reason}"),
             Error::AccessSize { addr, len, max } => {
                 write!(f, "access of {len} bytes at {addr:#05x}; allowed 1..={max} (whole words in RAM with CRC)")
             }

@@ -1,5 +1,5 @@
 //! Driver for the Microchip MCP2518FD (and MCP2517FD) CAN FD controller on
-//! SPI, written against the stack's SPI and GPIO traits only.
+//! SPI, written against the stack's SPI, regmap and GPIO traits only.
 //!
 //! ```text
 //! let spi = bus.device(mcp251xfd::device_config(0, 40_000_000))?;
@@ -146,7 +146,7 @@ impl Mcp251xfd {
         let plan = cfg.plan()?;
         let wait = IntWait::new(cfg.int_wait, &int, int_offset)?;
         let hot = Hot::build(&spi, &plan.layout, cfg.crc)?;
-        let mut io = RegIo::new(spi, cfg.crc);
+        let mut io = RegIo::new(spi, cfg.crc)?;
         init::probe(&mut io, &cfg)?;
         let mut d = Mcp251xfd {
             io,
@@ -176,7 +176,7 @@ impl Mcp251xfd {
     /// Only the probe: reset, oscillator, DEVID, configuration mode. Returns
     /// DEVID. Puts nothing on the bus but the RESET and reads.
     pub fn probe(spi: SpiDevice, cfg: &Config) -> Result<u32, Error> {
-        init::probe(&mut RegIo::new(spi, cfg.crc), cfg)
+        init::probe(&mut RegIo::new(spi, cfg.crc)?, cfg)
     }
 
     /// Receives the next frame, waiting up to `timeout` (`None`: forever).

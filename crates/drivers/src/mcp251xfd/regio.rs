@@ -4,13 +4,21 @@
 //! the data; the length counts bytes for registers and SFRs, 32-bit words
 //! for message RAM).
 //!
-//! [`RegIo`] does one access per call with a stack buffer (configuration
-//! path). The encoders ([`encode_read`], [`encode_write`], [`check_read`])
+//! [`RegIo`] is the configuration path. Whole 32-bit registers go through
+//! the stack's [`Regmap`] (MCP251xFD format, plain or CRC, no cache: the
+//! driver reads status registers it must see fresh and writes each
+//! configuration register once). Single-byte writes (REQOP, UINC/TXREQ,
+//! FLTCON bytes, write-0-to-clear flags) and RAM bursts use one SPI
+//! transfer with a stack buffer: a byte write must not touch the other
+//! bytes of its register, whose action bits a 32-bit write would trigger
+//! (the Linux driver special-cases the same accesses). The encoders ([`encode_read`], [`encode_write`], [`check_read`])
 //! are shared with the prepared messages of the hot path.
 
 use super::crc::crc16;
 use super::error::Error;
 use super::regs::*;
+use wirespeed::regmap::format::Mcp251xfd as Mcp251xfdFormat;
+use wirespeed::regmap::{CacheType, Regmap, RegmapConfig, RegmapError, SpiBus};
 use wirespeed::spi::{SpiDevice, Transfer};
 
 /// Largest data part of one [`RegIo`] access, in bytes.
@@ -99,9 +107,10 @@ pub fn check_read(buf: &[u8], addr: u16, crc: bool) -> Result<&[u8], Error> {
 }
 
 /// Register access for the configuration path.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RegIo {
     pub(crate) dev: SpiDevice,
+    map: Regmap,
     pub(crate) crc: bool,
     /// Attempts of a CRC-protected access before its error is returned.
     pub(crate) attempts: u32,
@@ -109,8 +118,24 @@ pub struct RegIo {
 }
 
 impl RegIo {
-    pub(crate) fn new(dev: SpiDevice, crc: bool) -> RegIo {
-        RegIo { dev, crc, attempts: 3, crc_errors: 0 }
+    pub(crate) fn new(dev: SpiDevice, crc: bool) -> Result<RegIo, Error> {
+        let format = if crc { Mcp251xfdFormat::crc() } else { Mcp251xfdFormat::plain() };
+        let mut config = RegmapConfig::new(format, 0xFFC);
+        config.reg_stride = 4;
+        config.cache = CacheType::None;
+        let map = Regmap::new(config, SpiBus::new(dev.clone()))
+            .map_err(|e| Error::InvalidConfig { what: "register map", value: e.to_string(), allowed: "a valid MCP251xFD map" })?;
+        Ok(RegIo { dev, map, crc, attempts: 3, crc_errors: 0 })
+    }
+
+    fn map_err(&mut self, addr: u16, e: RegmapError) -> Error {
+        let text = e.to_string();
+        if text.to_ascii_lowercase().contains("crc") {
+            self.crc_errors += 1;
+            Error::Crc { addr, computed: 0, received: 0 }
+        } else {
+            Error::Register { addr, reason: text }
+        }
     }
 
     /// The RESET instruction.
@@ -161,31 +186,52 @@ impl RegIo {
         if self.crc {
             // The device flags a bad CRC in CRC.CRCERRIF (the write already
             // happened: WRITE_CRC writes as bytes arrive). Check and clear.
-            let mut v = [0u8; 4];
-            self.read_bytes(CRC, &mut v)?;
-            let c = u32::from_le_bytes(v);
-            if c & (CRC_CRCERRIF | CRC_FERRIF) != 0 {
-                self.crc_errors += 1;
-                let clear = (c & !(CRC_CRCERRIF | CRC_FERRIF)).to_le_bytes();
-                let mut b2 = [0u8; 9];
-                encode_write(&mut b2, CRC, &clear, true);
-                self.dev.write(&b2).map_err(Error::Spi)?;
-                return Err(Error::WriteCrc { addr, crc_register: c });
-            }
+            self.check_write_crc(addr)?;
         }
         Ok(())
     }
 
-    /// Reads one 32-bit register.
+    /// Reads one 32-bit register (through the register map; CRC replies
+    /// that fail are retried).
     pub fn read(&mut self, addr: u16) -> Result<u32, Error> {
-        let mut v = [0u8; 4];
-        self.read_bytes(addr, &mut v)?;
-        Ok(u32::from_le_bytes(v))
+        let mut tries = 0;
+        loop {
+            match self.map.read(u32::from(addr)) {
+                Ok(v) => return Ok(v),
+                Err(e) => {
+                    let e = self.map_err(addr, e);
+                    tries += 1;
+                    if !matches!(e, Error::Crc { .. }) || tries >= self.attempts {
+                        return Err(e);
+                    }
+                }
+            }
+        }
     }
 
-    /// Writes one 32-bit register.
+    /// Writes one 32-bit register (through the register map; with CRC, the
+    /// device's CRC flag is checked afterwards).
     pub fn write(&mut self, addr: u16, val: u32) -> Result<(), Error> {
-        self.write_bytes(addr, &val.to_le_bytes())
+        if let Err(e) = self.map.write(u32::from(addr), val) {
+            return Err(self.map_err(addr, e));
+        }
+        if self.crc && addr != CRC {
+            self.check_write_crc(addr)?;
+        }
+        Ok(())
+    }
+
+    fn check_write_crc(&mut self, addr: u16) -> Result<(), Error> {
+        let c = self.read(CRC)?;
+        if c & (CRC_CRCERRIF | CRC_FERRIF) != 0 {
+            self.crc_errors += 1;
+            let clear = (c & !(CRC_CRCERRIF | CRC_FERRIF)).to_le_bytes();
+            let mut b2 = [0u8; 9];
+            encode_write(&mut b2, CRC, &clear, true);
+            self.dev.write(&b2).map_err(Error::Spi)?;
+            return Err(Error::WriteCrc { addr, crc_register: c });
+        }
+        Ok(())
     }
 
     /// Writes one byte of a register (action bits such as UINC, REQOP).
