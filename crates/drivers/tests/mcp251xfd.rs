@@ -72,11 +72,11 @@ fn init_programs_timing_fifos_and_mode() {
 
 #[test]
 fn echo_through_the_driver_with_timestamps() {
-    for crc in [false, true] {
+    for (crc, tx_timestamps) in [(false, true), (true, true), (false, false)] {
         let mut r = rig(500_000);
         let rec = Recorder::attach(&r.can, 1024);
         let gen = Generator::attach(&r.can, "cangen", GeneratorConfig { count: 50, gap_ns: 2_000_000, ..Default::default() }).unwrap();
-        let mut d = driver(&mut r, Config { crc, ..cfg(500_000) }).unwrap();
+        let mut d = driver(&mut r, Config { crc, tx_timestamps, ..cfg(500_000) }).unwrap();
         gen.start(now());
         let mut last_ts = 0;
         for i in 0..50 {
@@ -98,7 +98,7 @@ fn echo_through_the_driver_with_timestamps() {
         assert!(sent.iter().zip(&echoed).all(|(a, b)| a.frame.data() == b.frame.data()), "echoes carry the payloads in order");
         let s = d.stats();
         assert_eq!((s.rx_frames, s.tx_frames, s.rx_overflows, s.rx_dropped), (50, 50, 0, 0));
-        assert!(d.last_tx_timestamp().unwrap() > last_ts);
+        assert_eq!(d.last_tx_timestamp().is_some_and(|t| t > last_ts), tx_timestamps);
         if crc {
             assert_eq!(r.dev.stats().spi_crc_errors, 0);
         }

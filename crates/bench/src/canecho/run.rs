@@ -81,7 +81,8 @@ fn spawn_echo(rig: &mut Rig, cfg: Config, count: u64, id: u16) -> Result<std::th
 }
 
 fn driver_config(t: &Traffic) -> Config {
-    Config { nominal_bitrate: t.bitrate, ..Config::default() }
+    // canecho asks for no TX timestamps (no SO_TIMESTAMPING): TEF completions are UINCs only.
+    Config { nominal_bitrate: t.bitrate, tx_timestamps: false, ..Config::default() }
 }
 
 /// Figures of the timed run.

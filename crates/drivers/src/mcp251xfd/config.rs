@@ -46,6 +46,10 @@ pub struct Config {
     pub tx_depth: u8,
     /// TX payload bytes per object.
     pub tx_payload: usize,
+    /// Read each TEF object for its timestamp
+    /// ([`Mcp251xfd::last_tx_timestamp`](super::Mcp251xfd::last_tx_timestamp));
+    /// without, a completion is only the TEF's UINC (one 3-byte write).
+    pub tx_timestamps: bool,
     /// Frames the driver buffers between the device and `recv` (≥ 1).
     pub rx_queue: usize,
     /// How long to wait for OSC.OSCRDY after reset.
@@ -74,6 +78,7 @@ impl Default for Config {
             rx_payload: 8,
             tx_depth: 8,
             tx_payload: 8,
+            tx_timestamps: true,
             rx_queue: 64,
             osc_timeout: Duration::from_millis(3),
             mode_timeout: Duration::from_millis(100),

@@ -12,7 +12,8 @@
 //! - `tx[class][with_uinc]`: WRITE of the TX object at the TXQ head, then
 //!   WRITE of TXQCON's byte 1 = UINC | TXREQ, and optionally the deferred
 //!   RX UINC — one message, CS toggled between accesses.
-//! - `tef`: READ of the TEF object at the tail, then WRITE TEFCON byte 1 = UINC.
+//! - `tef`: READ of the TEF object at the tail, then WRITE TEFCON byte 1 =
+//!   UINC; `tef_uinc`: the UINC alone, when TX timestamps are not wanted.
 //!
 //! With CRC, every access carries a length byte and a CRC-16; reads are
 //! checked by [`check_read`](super::regio::check_read).
@@ -37,6 +38,8 @@ pub(crate) struct Hot {
     pub tx: [[PreparedMessage; 2]; 2],
     pub tx_data: [usize; 2],
     pub tef: PreparedMessage,
+    /// TEF UINC alone (completions without TX timestamps).
+    pub tef_uinc: PreparedMessage,
 }
 
 impl std::fmt::Debug for Hot {
@@ -84,7 +87,8 @@ impl Hot {
         };
         let tx = [[tx_msg(tx_data[0], false)?, tx_msg(tx_data[0], true)?], [tx_msg(tx_data[1], false)?, tx_msg(tx_data[1], true)?]];
         let tef = p(vec![read(l.tef_base, TEF_OBJ, crc).cs_change(None), write(C1TEFCON + 1, &uinc_byte(C1TEFCON, TEFCON_UINC), crc)])?;
-        Ok(Hot { crc, status_rx, rx_uinc, tx, tx_data, tef })
+        let tef_uinc = p(vec![write(C1TEFCON + 1, &uinc_byte(C1TEFCON, TEFCON_UINC), crc)])?;
+        Ok(Hot { crc, status_rx, rx_uinc, tx, tx_data, tef, tef_uinc })
     }
 
     /// Points the speculative RX read at `addr`.

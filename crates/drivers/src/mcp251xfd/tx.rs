@@ -94,6 +94,10 @@ impl Mcp251xfd {
 
     fn reap_one(&mut self) -> Result<(), Error> {
         let l = self.plan.layout;
+        if !self.cfg.tx_timestamps {
+            self.io.dev.run(&mut self.hot.tef_uinc)?;
+            return self.completed(l.tef_depth);
+        }
         let addr = l.tef_base + u16::from(self.tef_tail) * l.tef_obj;
         self.hot.set_tef_addr(addr);
         self.io.dev.run(&mut self.hot.tef)?;
@@ -107,7 +111,11 @@ impl Mcp251xfd {
             // either way: the completion counts, its timestamp is lost (counted).
             Err(_) => self.stats.crc_errors += 1,
         }
-        self.tef_tail = (self.tef_tail + 1) % l.tef_depth;
+        self.completed(l.tef_depth)
+    }
+
+    fn completed(&mut self, depth: u8) -> Result<(), Error> {
+        self.tef_tail = (self.tef_tail + 1) % depth;
         self.tx_in_flight -= 1;
         self.stats.tx_done += 1;
         Ok(())
