@@ -10,6 +10,16 @@ use crate::realtime_flag::RealtimeArgs;
 /// The experiments.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
+    /// E1: seed 000's CAN echo (cangen → MCP2518FD → driver → echo), classic against fast.
+    Canecho {
+        #[command(flatten)]
+        args: CanechoArgs,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        realtime: RealtimeArgs,
+    },
     /// E2: back-to-back sync messages (seed 000's 72-bit status read),
     /// classic against fast, each mechanism's share, sync against async.
     Spi {
@@ -106,6 +116,11 @@ pub enum BenchCommand {
 /// Runs one experiment and prints its report.
 pub fn run(cmd: BenchCommand) -> Result<(), String> {
     match cmd {
+        BenchCommand::Canecho { args, json, realtime } => {
+            realtime.apply();
+            let r = wirespeed_bench::canecho::run(&args.options())?;
+            print_report(json, r.to_json(), || r.table());
+        }
         BenchCommand::Spi { size, hz, count, rounds, no_ablation, threads, thread_msgs, vcd, json, realtime } => {
             realtime.apply();
             let opts = SpiOptions {
@@ -147,6 +162,75 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Options of `bench canecho` (also used by `demo`).
+#[derive(Debug, clap::Args)]
+pub struct CanechoArgs {
+    /// Frames in the timed run (cangen -n).
+    #[arg(long)]
+    frames: Option<u64>,
+    /// Payload bytes (cangen -L).
+    #[arg(long)]
+    len: Option<usize>,
+    /// Identifier of the generated frames (cangen -I), e.g. 0x077.
+    #[arg(long, value_parser = parse_id)]
+    id: Option<u16>,
+    /// Gap between frames in µs (cangen -g, ×1000).
+    #[arg(long)]
+    gap_us: Option<u64>,
+    /// Nominal bit rate.
+    #[arg(long)]
+    bitrate: Option<u32>,
+    /// Frames in the back-to-back load run (0: skip).
+    #[arg(long)]
+    load_frames: Option<u64>,
+    /// Echo identifier = request identifier + this.
+    #[arg(long, allow_hyphen_values = true)]
+    echo_id_offset: Option<i32>,
+    /// A shorter run for CI (300 frames, 3,000 in the load run).
+    #[arg(long)]
+    quick: bool,
+}
+
+impl CanechoArgs {
+    /// The options, from the defaults (or `--quick`) and the flags given.
+    pub fn options(&self) -> wirespeed_bench::canecho::CanechoOptions {
+        use wirespeed_bench::canecho::CanechoOptions;
+        let base = if self.quick { CanechoOptions::quick() } else { CanechoOptions::default() };
+        CanechoOptions {
+            frames: self.frames.unwrap_or(base.frames),
+            len: self.len.unwrap_or(base.len),
+            id: self.id.unwrap_or(base.id),
+            gap_us: self.gap_us.unwrap_or(base.gap_us),
+            bitrate: self.bitrate.unwrap_or(base.bitrate),
+            load_frames: self.load_frames.unwrap_or(base.load_frames),
+            echo_id_offset: self.echo_id_offset.unwrap_or(base.echo_id_offset),
+        }
+    }
+}
+
+/// `wirespeed demo`: the quick canecho run with a short introduction.
+pub fn demo(realtime: RealtimeArgs) -> Result<(), String> {
+    realtime.apply();
+    let o = wirespeed_bench::canecho::CanechoOptions { frames: 200, load_frames: 2_000, ..Default::default() };
+    println!(
+        "wirespeed demo: a CAN node sends {} frames of {} bytes at {} kbit/s, {} ms apart, to an emulated MCP2518FD on SPI;\n\
+         the mcp251xfd driver echoes each one. Once with the SPI core as the seed's kernel (A = classic), once with every\n\
+         mechanism on (C = fast); then {} back-to-back frames for CPU. Figures are medians.\n",
+        o.frames, o.len, o.bitrate / 1000, o.gap_us / 1000, o.load_frames
+    );
+    let r = wirespeed_bench::canecho::run(&o)?;
+    print!("{}", r.table());
+    Ok(())
+}
+
+fn parse_id(s: &str) -> Result<u16, String> {
+    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u16::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    v.map_err(|e| format!("{s}: {e}"))
 }
 
 fn print_report(json: bool, value: serde_json::Value, table: impl FnOnce() -> String) {

@@ -23,12 +23,19 @@ enum Command {
     /// Look at the emulated hardware directly (bus traces).
     #[command(subcommand)]
     Lab(lab_cmd::LabCommand),
+    /// Seed 000's CAN echo on the lab, classic against fast, in a few
+    /// seconds: the quick `bench canecho` and its table.
+    Demo {
+        #[command(flatten)]
+        realtime: realtime_flag::RealtimeArgs,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(b) => bench_cmd::run(b),
+        Command::Demo { realtime } => bench_cmd::demo(realtime),
         Command::Lab(l) => lab_cmd::run(l),
     };
     match result {

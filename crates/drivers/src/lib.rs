@@ -1,1 +1,7 @@
 //! Device drivers, written against the stack's traits only: they never know whether they run on the lab or on Linux.
+//!
+//! - [`can`]: CAN / CAN FD frames as drivers hand them to applications.
+//! - [`mcp251xfd`]: the Microchip MCP2517FD/MCP2518FD CAN FD controller on SPI.
+
+pub mod can;
+pub mod mcp251xfd;

@@ -25,6 +25,7 @@
 //! assert_eq!(spi.read(regs::ID), regs::ID_VALUE);
 //! ```
 
+pub mod can;
 pub mod devices;
 pub mod gpio;
 mod irq;

@@ -3,7 +3,9 @@
 //! for tests: clone the handle before attaching it and keep the clone.
 
 mod loopback;
+pub mod mcp2518fd;
 mod regfile;
 
 pub use loopback::Loopback;
+pub use mcp2518fd::{Mcp2518fd, Mcp2518fdConfig};
 pub use regfile::{RegFile, REGFILE_READ, REGFILE_WRITE};

@@ -1,0 +1,239 @@
+//! E1 `canecho` (seed 000's own experiment): a `cangen`-like generator on a
+//! virtual CAN bus sends frames to an MCP2518FD model; the mcp251xfd driver,
+//! in one thread playing the IRQ thread and `canecho`, receives each frame
+//! and sends it back. Run once per SPI-core policy (`classic` = the seed's
+//! kernel A, `fast` = every mechanism on), each on its own lab and bus.
+//!
+//! Two runs per policy, in the order classic, fast, classic, fast:
+//! - the **timed run** (default 1000 frames of 8 bytes, 10 ms apart, at
+//!   250 kbit/s) with the SPI bus traced: `gap_us` (the request's EOF to the
+//!   echo's SOF, from the bus recorder), `irq_low_us` (INT low per frame, from
+//!   a probe on the lab pin), `cs_to_clock_us`, `cs_high_gap_us` (CS high
+//!   between the first and second access after the frame), the bit lengths of
+//!   the frame's SPI transfers, and the **physical limit** of each echo:
+//!   the SPI wire time between EOF and the echo's SOF, plus the model's store
+//!   and TX-start delays, plus the bus intermission (3 bits);
+//! - the **load run** (back-to-back frames, 20,000 by default) for CPU:
+//!   `irq_thread_cpu_pct` is the CPU time of the threads that do the IRQ
+//!   path's work — the echo thread (`CLOCK_THREAD_CPUTIME_ID`) plus the SPI
+//!   core's pump thread (`/proc/self/task/*/schedstat`), which is where
+//!   classic runs every message (in the seed's kernel the IRQ thread itself
+//!   pumped its `spi_sync` messages, so its 13.3 % includes that work) —
+//!   over the run's elapsed time; both parts are reported too.
+//!
+//! The echo answers with the request's id − 1 (configurable), so that at
+//! full load the echo wins arbitration instead of starving behind a
+//! generator that is always ready (`canecho.c` uses id + 1).
+
+mod rig;
+mod run;
+
+use crate::stats::{median, round};
+use crate::table::Table;
+use run::{summary, Load, Timed};
+use serde_json::json;
+use wirespeed::spi::Policy;
+
+pub use rig::Traffic;
+
+/// Options of the experiment.
+#[derive(Clone, Debug)]
+pub struct CanechoOptions {
+    /// Frames in the timed run.
+    pub frames: u64,
+    /// Payload bytes (0..=8).
+    pub len: usize,
+    /// Standard identifier of the generated frames.
+    pub id: u16,
+    /// Gap between frames in the timed run, µs (cangen -g, in µs).
+    pub gap_us: u64,
+    /// Nominal bit rate.
+    pub bitrate: u32,
+    /// Frames in the load run (0: skip it).
+    pub load_frames: u64,
+    /// Echo id = request id + this.
+    pub echo_id_offset: i32,
+}
+
+impl Default for CanechoOptions {
+    fn default() -> Self {
+        CanechoOptions { frames: 1000, len: 8, id: 0x077, gap_us: 10_000, bitrate: 250_000, load_frames: 20_000, echo_id_offset: -1 }
+    }
+}
+
+impl CanechoOptions {
+    /// The `--quick` settings: 300 frames, a 3,000-frame load run.
+    pub fn quick() -> CanechoOptions {
+        CanechoOptions { frames: 300, load_frames: 3_000, ..CanechoOptions::default() }
+    }
+}
+
+/// One policy's figures.
+#[derive(Clone, Debug)]
+pub struct PolicyReport {
+    pub timed: Timed,
+    pub load: Load,
+}
+
+impl PolicyReport {
+    fn median_gap(&self) -> f64 {
+        median(&self.timed.gaps_us)
+    }
+    fn limit(&self) -> f64 {
+        median(&self.timed.limits_us)
+    }
+    fn pct(&self, ns: u64) -> f64 {
+        ns as f64 * 100.0 / self.load.elapsed_ns as f64
+    }
+    fn irq_cpu_pct(&self) -> f64 {
+        self.pct(self.load.echo_thread_cpu_ns + self.load.pump_thread_cpu_ns)
+    }
+    fn frames_lost(&self) -> u64 {
+        self.load.frames_sent.saturating_sub(self.load.frames_received) + self.load.rx_overflows
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        let r1 = |x: f64| round(x, 1);
+        let t = &self.timed;
+        json!({
+            "gap_us": summary(&t.gaps_us),
+            "irq_low_us": r1(median(&t.irq_low_us)),
+            "int_delivery_us": r1(median(&t.int_delivery_us)),
+            "cs_to_clock_us": round(median(&t.cs_to_clock_us), 2),
+            "cs_high_gap_us": round(median(&t.cs_high_gap_us), 2),
+            "spi_transfers_per_frame": t.transfers_per_frame,
+            "frames_sent": t.frames_sent,
+            "frames_echoed": t.frames_echoed,
+            "payload_mismatches": t.payload_mismatches,
+            "gap_limit_us": r1(self.limit()),
+            "gap_vs_limit": round(self.median_gap() / self.limit(), 2),
+            "irq_thread_cpu_pct": round(self.irq_cpu_pct(), 2),
+            "echo_thread_cpu_pct": round(self.pct(self.load.echo_thread_cpu_ns), 2),
+            "pump_thread_cpu_pct": round(self.pct(self.load.pump_thread_cpu_ns), 2),
+            "process_cpu_pct": round(self.pct(self.load.process_cpu_ns), 2),
+            "frames_lost": self.frames_lost(),
+            "load_frames_sent": self.load.frames_sent,
+            "load_frames_echoed": self.load.frames_echoed,
+            "load_elapsed_s": round(self.load.elapsed_ns as f64 / 1e9, 3),
+        })
+    }
+}
+
+/// The experiment's result.
+#[derive(Clone, Debug)]
+pub struct CanechoReport {
+    pub options: CanechoOptions,
+    pub classic: PolicyReport,
+    pub fast: PolicyReport,
+}
+
+/// Runs the experiment.
+pub fn run(o: &CanechoOptions) -> Result<CanechoReport, String> {
+    if o.len > 8 {
+        return Err(format!("--len {}: classic CAN frames carry 0..=8 bytes", o.len));
+    }
+    if o.id > 0x7FF {
+        return Err(format!("--id {:#x}: standard identifiers are 0..=0x7ff", o.id));
+    }
+    if o.frames == 0 {
+        return Err("--frames 0: at least one frame is needed".into());
+    }
+    let timed_t = Traffic { id: o.id, len: o.len, gap_ns: o.gap_us * 1_000, count: o.frames, bitrate: o.bitrate };
+    let load_t = Traffic { gap_ns: 0, count: o.load_frames, ..timed_t };
+    let tc = run::timed(Policy::classic(), "spiA", &timed_t, o.echo_id_offset)?;
+    let tf = run::timed(Policy::fast(), "spiC", &timed_t, o.echo_id_offset)?;
+    let (lc, lf) = if o.load_frames > 0 {
+        (run::load(Policy::classic(), "spiA", &load_t, o.echo_id_offset)?, run::load(Policy::fast(), "spiC", &load_t, o.echo_id_offset)?)
+    } else {
+        (Load::default(), Load::default())
+    };
+    Ok(CanechoReport {
+        options: o.clone(),
+        classic: PolicyReport { timed: tc, load: lc },
+        fast: PolicyReport { timed: tf, load: lf },
+    })
+}
+
+impl CanechoReport {
+    /// Median gap, fast / classic.
+    pub fn gap_ratio(&self) -> f64 {
+        self.fast.median_gap() / self.classic.median_gap()
+    }
+    /// IRQ-path CPU, fast / classic.
+    pub fn cpu_ratio(&self) -> f64 {
+        self.fast.irq_cpu_pct() / self.classic.irq_cpu_pct()
+    }
+
+    /// One JSON object.
+    pub fn to_json(&self) -> serde_json::Value {
+        let o = &self.options;
+        json!({
+            "scenario": "canecho",
+            "options": {
+                "frames": o.frames, "len": o.len, "id": o.id, "gap_us": o.gap_us, "bitrate": o.bitrate,
+                "load_frames": o.load_frames, "echo_id_offset": o.echo_id_offset,
+            },
+            "classic": self.classic.to_json(),
+            "fast": self.fast.to_json(),
+            "gap_ratio": round(self.gap_ratio(), 3),
+            "cpu_ratio": round(self.cpu_ratio(), 3),
+        })
+    }
+
+    /// The seed's table: A = classic, C = fast.
+    pub fn table(&self) -> String {
+        let (a, c) = (&self.classic, &self.fast);
+        let mut t = Table::new(&["", "A (classic)", "C (fast)", "C/A", "seed A", "seed C"]);
+        let mut row = |name: &str, x: f64, y: f64, sa: &str, sc: &str| {
+            t.row(vec![name.into(), format!("{x:.1}"), format!("{y:.1}"), format!("{:.2}", y / x), sa.into(), sc.into()]);
+        };
+        row("RX EOF → echo SOF (µs)", a.median_gap(), c.median_gap(), "380", "152");
+        row("IRQ line low (µs)", median(&a.timed.irq_low_us), median(&c.timed.irq_low_us), "160", "55");
+        row("INT asserted late by the lab (µs)", median(&a.timed.int_delivery_us), median(&c.timed.int_delivery_us), "-", "-");
+        row("CS → first clock (µs)", median(&a.timed.cs_to_clock_us), median(&c.timed.cs_to_clock_us), "10", "2.6");
+        row("CS high, 1st → 2nd access (µs)", median(&a.timed.cs_high_gap_us), median(&c.timed.cs_high_gap_us), "25", "5");
+        row("IRQ thread CPU at full load (%)", a.irq_cpu_pct(), c.irq_cpu_pct(), "13.3", "4.4");
+        let mut s = t.render();
+        s.push_str(&format!(
+            "\nphysical limit of an echo: {:.1} µs (fast is {:.2}× the limit); SPI transfers per frame: A {:?}, C {:?}\n",
+            c.limit(),
+            c.median_gap() / c.limit(),
+            a.timed.transfers_per_frame,
+            c.timed.transfers_per_frame
+        ));
+        s.push_str(&format!(
+            "frames echoed: A {}/{}, C {}/{}; payload mismatches: A {}, C {}; lost under load: A {}, C {}\n",
+            a.timed.frames_echoed, a.timed.frames_sent, c.timed.frames_echoed, c.timed.frames_sent,
+            a.timed.payload_mismatches, c.timed.payload_mismatches, a.frames_lost(), c.frames_lost()
+        ));
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_run_echoes_everything_and_reports_every_key() {
+        let o = CanechoOptions { frames: 20, gap_us: 3_000, load_frames: 200, ..CanechoOptions::default() };
+        let r = run(&o).unwrap();
+        let j = r.to_json();
+        for p in ["classic", "fast"] {
+            let v = &j[p];
+            for k in [
+                "gap_us", "irq_low_us", "cs_to_clock_us", "cs_high_gap_us", "spi_transfers_per_frame", "frames_sent",
+                "frames_echoed", "payload_mismatches", "gap_limit_us", "gap_vs_limit", "irq_thread_cpu_pct",
+                "process_cpu_pct", "frames_lost",
+            ] {
+                assert!(!v[k].is_null(), "{p}.{k} missing: {v}");
+            }
+            assert_eq!(v["frames_sent"], 20);
+            assert_eq!(v["load_frames_sent"], 200);
+            assert!(v["gap_limit_us"].as_f64().unwrap() > 12.0, "the limit includes the 12 µs intermission");
+        }
+        assert!(j["gap_ratio"].is_number() && j["cpu_ratio"].is_number());
+        assert!(r.table().contains("RX EOF → echo SOF"));
+        assert!(run(&CanechoOptions { len: 9, ..o }).is_err());
+    }
+}

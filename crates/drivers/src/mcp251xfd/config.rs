@@ -1,0 +1,238 @@
+//! [`Config`]: clock, bit rates, mode, FIFO sizes, CRC, timeouts; and the
+//! message-RAM [`Layout`] computed from it, validated before the driver
+//! touches the bus.
+
+use super::bittiming::{self, BitTiming};
+use super::error::Error;
+use super::intwait::IntWaitConfig;
+use super::regs::*;
+use std::time::Duration;
+use wirespeed::spi::DeviceConfig;
+
+/// Operation mode after initialisation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OpMode {
+    /// Normal operation (CAN FD if a data bit rate is set, else CAN 2.0).
+    #[default]
+    Normal,
+    /// Receive only: no ACK, no transmission.
+    ListenOnly,
+    /// External loopback: transmits, needs no ACK, receives its own frames.
+    ExternalLoopback,
+}
+
+/// Driver configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Oscillator / SYSCLK frequency (no PLL), Hz.
+    pub clock_hz: u32,
+    /// Nominal (arbitration) bit rate.
+    pub nominal_bitrate: u32,
+    /// Data bit rate: `Some` runs the controller in CAN FD mode, `None` in CAN 2.0 mode.
+    pub data_bitrate: Option<u32>,
+    /// Target sample point, ‰.
+    pub sample_point_permille: u32,
+    /// Largest accepted bit-rate error, ppm.
+    pub max_bitrate_error_ppm: u32,
+    /// Operation mode.
+    pub mode: OpMode,
+    /// Use the CRC-protected SPI instructions (READ_CRC / WRITE_CRC).
+    pub crc: bool,
+    /// RX FIFO depth (objects, 1..=32).
+    pub rx_depth: u8,
+    /// RX payload bytes per object (8, 12, 16, 20, 24, 32, 48 or 64).
+    pub rx_payload: usize,
+    /// TX queue depth (objects, 1..=32); the TEF has the same depth.
+    pub tx_depth: u8,
+    /// TX payload bytes per object.
+    pub tx_payload: usize,
+    /// Read each TEF object for its timestamp
+    /// ([`Mcp251xfd::last_tx_timestamp`](super::Mcp251xfd::last_tx_timestamp));
+    /// without, a completion is only the TEF's UINC (one 3-byte write).
+    pub tx_timestamps: bool,
+    /// Frames the driver buffers between the device and `recv` (≥ 1).
+    pub rx_queue: usize,
+    /// How long to wait for OSC.OSCRDY after reset.
+    pub osc_timeout: Duration,
+    /// How long to wait for a mode change.
+    pub mode_timeout: Duration,
+    /// How long `send` waits for room in a full TX queue.
+    pub tx_timeout: Duration,
+    /// How the driver waits for its INT line.
+    pub int_wait: IntWaitConfig,
+}
+
+impl Default for Config {
+    /// 40 MHz clock, 500 kbit/s CAN 2.0, 80 % sample point, a 32-deep RX FIFO
+    /// and an 8-deep TXQ/TEF of 8-byte objects.
+    fn default() -> Self {
+        Config {
+            clock_hz: 40_000_000,
+            nominal_bitrate: 500_000,
+            data_bitrate: None,
+            sample_point_permille: 800,
+            max_bitrate_error_ppm: 5_000,
+            mode: OpMode::Normal,
+            crc: false,
+            rx_depth: 32,
+            rx_payload: 8,
+            tx_depth: 8,
+            tx_payload: 8,
+            tx_timestamps: true,
+            rx_queue: 64,
+            osc_timeout: Duration::from_millis(3),
+            mode_timeout: Duration::from_millis(100),
+            tx_timeout: Duration::from_millis(100),
+            int_wait: IntWaitConfig::default(),
+        }
+    }
+}
+
+/// The device's SPI settings: mode 0, at most 85 % of SYSCLK / 2 (17 MHz at
+/// 40 MHz, as the Linux driver uses), 50 ns CS setup, hold and disable times.
+pub fn device_config(cs: u8, clock_hz: u32) -> DeviceConfig {
+    let hz = clock_hz / 200 * 85;
+    DeviceConfig::new(cs, hz).cs_timing_ns(50, 50, 50)
+}
+
+/// Addresses and sizes of the TEF, TXQ and RX FIFO 1 in message RAM, in the
+/// order the device allocates them (TEF, TXQ, FIFO 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// TEF base and object size (12: with timestamp).
+    pub tef_base: u16,
+    /// TEF object size.
+    pub tef_obj: u16,
+    /// TEF depth.
+    pub tef_depth: u8,
+    /// TXQ base.
+    pub txq_base: u16,
+    /// TXQ object size.
+    pub txq_obj: u16,
+    /// TXQ depth.
+    pub txq_depth: u8,
+    /// RX FIFO 1 base.
+    pub rx_base: u16,
+    /// RX object size (12 + payload: with timestamp).
+    pub rx_obj: u16,
+    /// RX depth.
+    pub rx_depth: u8,
+    /// PLSIZE field values.
+    pub tx_plsize: u8,
+    /// PLSIZE of the RX FIFO.
+    pub rx_plsize: u8,
+}
+
+fn plsize(what: &'static str, bytes: usize) -> Result<u8, Error> {
+    PLSIZE_BYTES.iter().position(|&b| b == bytes).map(|p| p as u8).ok_or(Error::InvalidConfig {
+        what,
+        value: bytes.to_string(),
+        allowed: "8, 12, 16, 20, 24, 32, 48 or 64",
+    })
+}
+
+fn depth(what: &'static str, d: u8) -> Result<u8, Error> {
+    if (1..=32).contains(&d) {
+        Ok(d)
+    } else {
+        Err(Error::InvalidConfig { what, value: d.to_string(), allowed: "1..=32" })
+    }
+}
+
+/// Everything computed from a [`Config`] before the bus is touched.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    /// Message RAM layout.
+    pub layout: Layout,
+    /// Nominal timing.
+    pub nominal: BitTiming,
+    /// Data timing (CAN FD).
+    pub data: Option<BitTiming>,
+    /// TBC prescaler for 1 µs ticks.
+    pub tbc_pre: u32,
+}
+
+impl Config {
+    /// Checks the configuration and computes the bit timings and RAM layout.
+    pub fn plan(&self) -> Result<Plan, Error> {
+        let nominal = bittiming::compute(&bittiming::NOMINAL, self.clock_hz, self.nominal_bitrate, self.sample_point_permille, self.max_bitrate_error_ppm)?;
+        let data = match self.data_bitrate {
+            Some(r) => Some(bittiming::compute(&bittiming::DATA, self.clock_hz, r, self.sample_point_permille, self.max_bitrate_error_ppm)?),
+            None => None,
+        };
+        if self.rx_queue == 0 {
+            return Err(Error::InvalidConfig { what: "rx_queue", value: "0".into(), allowed: "1 or more" });
+        }
+        if self.data_bitrate.is_none() && (self.rx_payload != 8 || self.tx_payload != 8) {
+            return Err(Error::InvalidConfig {
+                what: "payload size",
+                value: format!("rx {} / tx {}", self.rx_payload, self.tx_payload),
+                allowed: "8 in CAN 2.0 mode (set data_bitrate for CAN FD)",
+            });
+        }
+        let tx_plsize = plsize("tx_payload", self.tx_payload)?;
+        let rx_plsize = plsize("rx_payload", self.rx_payload)?;
+        let tx_depth = depth("tx_depth", self.tx_depth)?;
+        let rx_depth = depth("rx_depth", self.rx_depth)?;
+        let tef_obj = 12u16;
+        let txq_obj = 8 + self.tx_payload as u16;
+        let rx_obj = 12 + self.rx_payload as u16;
+        let tef_base = RAM_START;
+        let txq_base = tef_base + tef_obj * u16::from(tx_depth);
+        let rx_base = txq_base + txq_obj * u16::from(tx_depth);
+        let end = usize::from(rx_base + rx_obj * u16::from(rx_depth));
+        if end > usize::from(RAM_START + RAM_SIZE) {
+            return Err(Error::RamOverflow { needed: end - usize::from(RAM_START) });
+        }
+        if self.clock_hz < 1_000_000 || !self.clock_hz.is_multiple_of(1_000_000) || self.clock_hz / 1_000_000 > 1024 {
+            return Err(Error::InvalidConfig {
+                what: "clock_hz",
+                value: self.clock_hz.to_string(),
+                allowed: "a whole number of MHz, 1..=1024 MHz (timestamps tick in µs)",
+            });
+        }
+        let layout = Layout {
+            tef_base,
+            tef_obj,
+            tef_depth: tx_depth,
+            txq_base,
+            txq_obj,
+            txq_depth: tx_depth,
+            rx_base,
+            rx_obj,
+            rx_depth,
+            tx_plsize,
+            rx_plsize,
+        };
+        Ok(Plan { layout, nominal, data, tbc_pre: self.clock_hz / 1_000_000 - 1 })
+    }
+
+    /// The REQOP value for the configured mode.
+    pub fn reqop(&self) -> u8 {
+        match (self.mode, self.data_bitrate.is_some()) {
+            (OpMode::Normal, true) => MODE_NORMAL_FD,
+            (OpMode::Normal, false) => MODE_NORMAL_CAN20,
+            (OpMode::ListenOnly, _) => MODE_LISTEN_ONLY,
+            (OpMode::ExternalLoopback, _) => MODE_EXTERNAL_LOOPBACK,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_follows_the_device_order_and_checks_ram() {
+        let p = Config { nominal_bitrate: 250_000, ..Config::default() }.plan().unwrap();
+        let l = p.layout;
+        assert_eq!((l.tef_base, l.txq_base, l.rx_base, l.rx_depth), (0x400, 0x400 + 8 * 12, 0x400 + 8 * 12 + 8 * 16, 32));
+        assert_eq!(p.tbc_pre, 39);
+        let big = Config { data_bitrate: Some(2_000_000), rx_payload: 64, tx_payload: 64, rx_depth: 32, tx_depth: 32, ..Config::default() };
+        assert!(matches!(big.plan(), Err(Error::RamOverflow { .. })));
+        let bad = Config { rx_payload: 10, data_bitrate: Some(2_000_000), ..Config::default() };
+        assert!(matches!(bad.plan(), Err(Error::InvalidConfig { what: "rx_payload", .. })));
+        assert!(matches!(Config { rx_payload: 64, ..Config::default() }.plan(), Err(Error::InvalidConfig { .. })));
+        assert!(matches!(Config { tx_depth: 0, ..Config::default() }.plan(), Err(Error::InvalidConfig { what: "tx_depth", .. })));
+    }
+}

@@ -1,0 +1,215 @@
+//! Waiting for the INT line: sleep on the GPIO edge when the interrupt is
+//! far off, poll the level when it is due soon — within a CPU budget.
+//!
+//! The GPIO layer's own adaptive wait ([`LineRequest::wait_edge`]) polls
+//! when the *average* wait is shorter than a wake-up; with frames 10 ms
+//! apart it always sleeps, and every frame then pays the wake-up (tens of
+//! µs). Traffic is often periodic, so this wait also predicts: it learns
+//! the period between interrupts and its jitter, sleeps on the edge until
+//! shortly before the next one is due (a timed sleep, so an early interrupt
+//! still wakes it), then polls the level. The guard before the predicted
+//! instant covers the sleep's own lateness (measured) and the jitter.
+//! Polling is used only when its expected cost — the guard — is at most
+//! [`IntWaitConfig::poll_budget_permille`] of the period, so back-to-back
+//! traffic (a short period) never makes the driver spin: it sleeps on the
+//! edge. A poll that overruns (the interrupt did not come) falls back to
+//! sleeping on the edge.
+
+use std::time::Duration;
+use wirespeed::gpio::{LineRequest, WaitMode};
+use wirespeed::time::{now, Instant};
+
+use super::error::Error;
+
+/// Knobs of the INT wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntWaitConfig {
+    /// Largest share of the interrupt period spent polling, ‰ (0: never
+    /// poll ahead of a predicted interrupt).
+    pub poll_budget_permille: u32,
+    /// Periods longer than this are not predicted (ns).
+    pub max_period_ns: u64,
+}
+
+impl Default for IntWaitConfig {
+    fn default() -> Self {
+        IntWaitConfig { poll_budget_permille: 20, max_period_ns: 1_000_000_000 }
+    }
+}
+
+/// Counters of the INT wait.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntWaitStats {
+    /// Interrupts found by polling the level.
+    pub polled: u64,
+    /// Interrupts that woke a sleep on the edge.
+    pub woken: u64,
+    /// Interrupts already asserted when the wait began.
+    pub immediate: u64,
+    /// Timed sleeps ahead of a predicted interrupt.
+    pub timed_sleeps: u64,
+    /// Interrupts that came during a timed sleep (before the poll window).
+    pub early: u64,
+    /// Poll windows that ended without the interrupt.
+    pub poll_misses: u64,
+    /// Learned period, ns.
+    pub period_ns: u64,
+    /// Learned jitter, ns.
+    pub jitter_ns: u64,
+    /// Learned lateness of a timed sleep, ns.
+    pub oversleep_ns: u64,
+}
+
+fn ewma(old: u64, new: u64) -> u64 {
+    (old * 7 + new) / 8
+}
+
+/// State of the INT wait.
+#[derive(Debug)]
+pub(crate) struct IntWait {
+    cfg: IntWaitConfig,
+    offset: u32,
+    active_low: bool,
+    last: Option<Instant>,
+    period: Option<u64>,
+    jitter: u64,
+    oversleep: u64,
+    /// How long after its stamp an interrupt is seen (moving average), ns.
+    late: u64,
+    pub(crate) stats: IntWaitStats,
+}
+
+impl IntWait {
+    pub(crate) fn new(cfg: IntWaitConfig, req: &LineRequest, offset: u32) -> Result<IntWait, Error> {
+        let s = req.settings(offset)?;
+        if s.direction != wirespeed::gpio::Direction::Input || s.edge == wirespeed::gpio::Edge::None {
+            return Err(Error::InvalidConfig {
+                what: "INT line",
+                value: format!("line {offset}: {:?}, edge {:?}", s.direction, s.edge),
+                allowed: "an input with edge detection on the falling (asserting) edge or both",
+            });
+        }
+        req.set_wait_mode(WaitMode::Sleep);
+        Ok(IntWait { cfg, offset, active_low: s.active_low, last: None, period: None, jitter: 0, oversleep: 20_000, late: 20_000, stats: IntWaitStats::default() })
+    }
+
+    /// Whether INT is asserted (the pin is low) now.
+    #[inline]
+    pub(crate) fn asserted(&self, req: &LineRequest) -> Result<bool, Error> {
+        // With active-low, logical 1 is the low pin; without, logical 0 is.
+        Ok(req.value(self.offset)? == self.active_low)
+    }
+
+    fn arrived(&mut self, at: Instant) {
+        if let Some(l) = self.last {
+            let p = at.ns_since(l);
+            if p > self.cfg.max_period_ns {
+                self.period = None;
+            } else if let Some(old) = self.period {
+                self.jitter = ewma(self.jitter, p.abs_diff(old));
+                self.period = Some(ewma(old, p));
+            } else {
+                self.period = Some(p);
+            }
+        }
+        self.last = Some(at);
+        self.stats.period_ns = self.period.unwrap_or(0);
+        self.stats.jitter_ns = self.jitter;
+        self.stats.oversleep_ns = self.oversleep;
+    }
+
+    fn guard(&self) -> u64 {
+        self.oversleep + 2 * self.jitter + 10_000
+    }
+
+    /// Waits until INT is asserted or `deadline` passes; true if asserted.
+    pub(crate) fn wait(&mut self, req: &LineRequest, deadline: Option<Instant>) -> Result<bool, Error> {
+        let start = now();
+        // An edge stamped before the wait began is a stale event (its
+        // interrupt was found by polling): the wake-up instant stands in.
+        let stamp = |ev: Option<wirespeed::gpio::EdgeEvent>, woke: Instant| match ev {
+            Some(e) if e.timestamp >= start && e.timestamp <= woke => e.timestamp,
+            _ => woke,
+        };
+        if self.asserted(req)? {
+            self.stats.immediate += 1;
+            self.arrived(now());
+            return Ok(true);
+        }
+        // Poll ahead of a predicted interrupt, if affordable.
+        if let (Some(last), Some(period)) = (self.last, self.period) {
+            let guard = self.guard();
+            let affordable = guard.saturating_mul(1000) <= period.saturating_mul(u64::from(self.cfg.poll_budget_permille));
+            let predicted = last.add_ns(period);
+            let poll_from = Instant::from_ns(predicted.as_ns().saturating_sub(guard));
+            let t = now();
+            if affordable && t < predicted.add_ns(guard) {
+                if t < poll_from {
+                    let until = deadline.map_or(poll_from, |d| d.min(poll_from));
+                    self.stats.timed_sleeps += 1;
+                    let ev = req.wait_edge_event(Some(Duration::from_nanos(until.ns_since(t))))?;
+                    let woke = now();
+                    if ev.is_none() && woke >= until {
+                        self.oversleep = ewma(self.oversleep, woke.ns_since(until));
+                    }
+                    if self.asserted(req)? {
+                        self.stats.woken += 1;
+                        self.stats.early += 1;
+                        self.arrived(stamp(ev, woke));
+                        return Ok(true);
+                    }
+                }
+                // The interrupt may come late by the wake-up of whoever
+                // raises it: allow as long again after the prediction.
+                let budget_end = predicted.add_ns(2 * guard + self.late);
+                let stop = deadline.map_or(budget_end, |d| d.min(budget_end));
+                loop {
+                    if self.asserted(req)? {
+                        self.stats.polled += 1;
+                        // The edge the poll found is queued: its stamp is
+                        // the arrival (as for a woken wait), and taking it
+                        // leaves no stale event behind.
+                        let seen = now();
+                        let mut at = seen;
+                        while let Some(e) = req.try_edge_event()? {
+                            if e.timestamp <= seen {
+                                at = e.timestamp;
+                            }
+                        }
+                        self.late = ewma(self.late, seen.ns_since(at));
+                        self.arrived(at);
+                        return Ok(true);
+                    }
+                    if now() >= stop {
+                        self.stats.poll_misses += 1;
+                        break;
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+        }
+        // Sleep on the edge (stale events from polled interrupts just loop once).
+        loop {
+            let left = match deadline {
+                None => None,
+                Some(d) => {
+                    let t = now();
+                    if t >= d {
+                        return Ok(false);
+                    }
+                    Some(Duration::from_nanos(d.ns_since(t)))
+                }
+            };
+            let ev = req.wait_edge_event(left)?;
+            if self.asserted(req)? {
+                self.stats.woken += 1;
+                let woke = now();
+                self.arrived(stamp(ev, woke));
+                return Ok(true);
+            }
+            if ev.is_none() && deadline.is_some_and(|d| now() >= d) {
+                return Ok(false);
+            }
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! The MCP251xFD driver on the lab: init, echo, faults (bus-off, RX
+//! overflow, CRC), and the failed-probe lifecycle.
+
+use std::time::Duration;
+use wirespeed::backend::lab::{gpio as labgpio, LabSpi};
+use wirespeed::gpio::{Edge, LineSettings, RequestConfig};
+use wirespeed::spi::{Bus as SpiBus, Policy};
+use wirespeed_drivers::can::{CanId, Frame};
+use wirespeed_drivers::mcp251xfd::{self, BusState, Config, Error, Filter, Mcp251xfd};
+use wirespeed_lab::can::tools::{Generator, GeneratorConfig, Recorder};
+use wirespeed_lab::can::{BitRates, Bus as CanBus};
+use wirespeed_lab::devices::mcp2518fd::{Mcp2518fd, Mcp2518fdConfig, Mode};
+use wirespeed_lab::gpio::{GpioChip, GpioChipConfig};
+use wirespeed_lab::spi::SpiController;
+use wirespeed_lab::trace::cs_windows;
+use wirespeed_lab::{Lab, LabConfig};
+use wirespeed::time::now;
+
+const INT_LINE: u32 = 5;
+
+struct Rig {
+    _lab: Lab,
+    can: CanBus,
+    dev: Mcp2518fd,
+    block: SpiController,
+    _gpio: GpioChip,
+    spi: wirespeed::spi::SpiDevice,
+    int: Option<wirespeed::gpio::LineRequest>,
+}
+
+fn rig(bitrate: u32) -> Rig {
+    let lab = Lab::new(LabConfig::default());
+    let can = CanBus::new(&lab, "can0", BitRates::new(bitrate, 2_000_000)).unwrap();
+    let dev = Mcp2518fd::new(&lab, Mcp2518fdConfig::default());
+    dev.attach_to_bus(&can, "mcp2518fd");
+    let block = lab.spi_controller(Default::default());
+    block.attach(0, dev.clone());
+    let gpio = lab.gpio_chip(GpioChipConfig::default());
+    dev.int_pin().connect(gpio.input_sink(INT_LINE), now());
+    let chip = labgpio::open(&gpio).unwrap();
+    let int = chip
+        .request_lines(&RequestConfig::new("mcp2518fd-int").line(INT_LINE, LineSettings::input().edge(Edge::Falling)))
+        .unwrap();
+    let bus = SpiBus::new(LabSpi::new(block.clone()), Policy::fast());
+    let spi = bus.device(mcp251xfd::device_config(0, 40_000_000)).unwrap();
+    Rig { _lab: lab, can, dev, block, _gpio: gpio, spi, int: Some(int) }
+}
+
+fn cfg(bitrate: u32) -> Config {
+    Config { nominal_bitrate: bitrate, ..Config::default() }
+}
+
+fn driver(r: &mut Rig, c: Config) -> Result<Mcp251xfd, Error> {
+    Mcp251xfd::new(r.spi.clone(), r.int.take().unwrap(), INT_LINE, c)
+}
+
+#[test]
+fn init_programs_timing_fifos_and_mode() {
+    let mut r = rig(250_000);
+    let mut d = driver(&mut r, cfg(250_000)).unwrap();
+    assert_eq!(r.dev.mode(now()), Mode::NormalCan20);
+    let nbt = r.dev.peek(0x004, now());
+    assert_eq!(nbt, d.plan().nominal.register());
+    assert_eq!(d.plan().nominal.bitrate(40_000_000), 250_000);
+    assert!(!r.dev.ram_overflow());
+    // The time base runs at 1 µs.
+    let a = d.time_base().unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    let b = d.time_base().unwrap();
+    assert!((4_000..100_000).contains(&(b - a)), "{a} → {b}");
+}
+
+#[test]
+fn echo_through_the_driver_with_timestamps() {
+    for (crc, tx_timestamps) in [(false, true), (true, true), (false, false)] {
+        let mut r = rig(500_000);
+        let rec = Recorder::attach(&r.can, 1024);
+        let gen = Generator::attach(&r.can, "cangen", GeneratorConfig { count: 50, gap_ns: 2_000_000, ..Default::default() }).unwrap();
+        let mut d = driver(&mut r, Config { crc, tx_timestamps, ..cfg(500_000) }).unwrap();
+        gen.start(now());
+        let mut last_ts = 0;
+        for i in 0..50 {
+            let f = d.recv(Some(Duration::from_secs(2))).unwrap().unwrap_or_else(|| panic!("frame {i} never came (crc {crc})"));
+            let ts = f.timestamp.unwrap();
+            assert!(ts > last_ts || i == 0, "timestamps increase");
+            last_ts = ts;
+            let echo = f.with_id(CanId::Standard(0x078)).unwrap();
+            d.send(&echo).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+        d.poll().unwrap();
+        d.reap_tef().unwrap();
+        assert_eq!((d.stats().tx_done, d.tx_in_flight()), (50, 0), "every echo completes through the TEF");
+        let recs = rec.records();
+        let ok = recs.iter().filter(|r| r.error.is_none());
+        let (sent, echoed): (Vec<&wirespeed_lab::can::FrameRecord>, Vec<_>) = ok.partition(|r| r.transmitter == gen.node());
+        assert_eq!(echoed.len(), 50);
+        assert!(sent.iter().zip(&echoed).all(|(a, b)| a.frame.data() == b.frame.data()), "echoes carry the payloads in order");
+        let s = d.stats();
+        assert_eq!((s.rx_frames, s.tx_frames, s.rx_overflows, s.rx_dropped), (50, 50, 0, 0));
+        assert_eq!(d.last_tx_timestamp().is_some_and(|t| t > last_ts), tx_timestamps);
+        if crc {
+            assert_eq!(r.dev.stats().spi_crc_errors, 0);
+        }
+    }
+}
+
+#[test]
+fn hot_path_uses_few_transfers() {
+    let mut r = rig(500_000);
+    let gen = Generator::attach(&r.can, "cangen", GeneratorConfig { count: 3, gap_ns: 2_000_000, ..Default::default() }).unwrap();
+    let mut d = driver(&mut r, cfg(500_000)).unwrap();
+    r.block.trace_start(1 << 16);
+    gen.start(now());
+    for _ in 0..3 {
+        let f = d.recv(Some(Duration::from_secs(2))).unwrap().unwrap();
+        d.send(&f.with_id(CanId::Standard(0x078)).unwrap()).unwrap();
+    }
+    let w = cs_windows(&r.block.trace_take());
+    let bits: Vec<u64> = w.iter().map(|w| w.bits).collect();
+    // Per echo: status + RX object (one message), TX object + TXREQ + RX UINC
+    // (one message), then (next round) the TEF object + UINC.
+    assert!(bits.len() <= 3 * 7, "{bits:?}");
+    assert_eq!(&bits[..5], &[80, 176, 144, 24, 24], "{bits:?}");
+}
+
+#[test]
+fn overflow_is_counted_never_silent() {
+    let mut r = rig(500_000);
+    let gen = Generator::attach(&r.can, "cangen", GeneratorConfig { count: 12, gap_ns: 0, ..Default::default() }).unwrap();
+    let _peer = Generator::attach(&r.can, "peer", GeneratorConfig { count: 0, ..Default::default() }).unwrap();
+    let mut d = driver(&mut r, Config { rx_depth: 4, ..cfg(500_000) }).unwrap();
+    gen.start(now());
+    assert!(gen.wait_done(Duration::from_secs(5)));
+    std::thread::sleep(Duration::from_millis(2));
+    let got = d.frames(Duration::from_millis(50)).count();
+    let s = d.stats();
+    assert_eq!(got, 4, "a 4-deep FIFO holds 4 frames");
+    assert!(s.rx_overflows >= 1, "{s:?}");
+    assert_eq!(r.dev.stats().rx_overflows, 8);
+    // Injected overflow: counted too, and the flag is cleared (INT released).
+    r.dev.inject_rx_overflow(1, now());
+    d.poll().unwrap();
+    assert_eq!(d.stats().rx_overflows, s.rx_overflows + 1);
+    assert!(r.dev.int_pin().is_high(), "INT released after the overflow was handled");
+}
+
+#[test]
+fn bus_off_is_reported_and_recovered() {
+    let mut r = rig(125_000);
+    let _peer = Generator::attach(&r.can, "peer", GeneratorConfig { count: 0, ..Default::default() }).unwrap();
+    let mut d = driver(&mut r, cfg(125_000)).unwrap();
+    r.dev.force_bus_off(now());
+    let _ = d.recv(Some(Duration::from_millis(2))).unwrap();
+    assert_eq!(d.bus_state(), BusState::BusOff, "{:?} {:?} int high {}", d.stats(), d.error_counters(), r.dev.int_pin().is_high());
+    assert_eq!(d.stats().bus_off_events, 1);
+    let f = Frame::classic(CanId::Standard(0x100), &[1, 2]).unwrap();
+    assert_eq!(d.send(&f), Err(Error::BusOff));
+    // Automatic recovery after 128 × 11 recessive bits (11.3 ms at 125 kbit/s).
+    let _ = d.recv(Some(Duration::from_millis(50))).unwrap();
+    assert_eq!(d.bus_state(), BusState::Active, "{:?}", d.stats());
+    assert_eq!(d.stats().bus_off_recoveries, 1);
+    d.send(&f).unwrap();
+    // Manual recovery: restart.
+    r.dev.force_bus_off(now());
+    let _ = d.recv(Some(Duration::from_millis(2))).unwrap();
+    assert_eq!(d.bus_state(), BusState::BusOff);
+    d.restart().unwrap();
+    assert_eq!(d.bus_state(), BusState::Active);
+    assert_eq!(r.dev.mode(now()), Mode::NormalCan20);
+}
+
+#[test]
+fn filters_select_frames() {
+    let mut r = rig(500_000);
+    let a = Generator::attach(&r.can, "a", GeneratorConfig { id: wirespeed_lab::can::CanId::Standard(0x100), count: 3, gap_ns: 500_000, ..Default::default() }).unwrap();
+    let b = Generator::attach(&r.can, "b", GeneratorConfig { id: wirespeed_lab::can::CanId::Standard(0x200), count: 3, gap_ns: 500_000, ..Default::default() }).unwrap();
+    let mut d = driver(&mut r, cfg(500_000)).unwrap();
+    d.set_filters(&[Filter::exact(CanId::Standard(0x200))]).unwrap();
+    a.start(now());
+    b.start(now());
+    let got: Vec<Frame> = d.frames(Duration::from_millis(50)).map(Result::unwrap).collect();
+    assert_eq!(got.len(), 3);
+    assert!(got.iter().all(|f| f.id() == CanId::Standard(0x200)));
+    assert!(matches!(d.set_filters(&[Filter { id: CanId::Standard(0x7FF), mask: 0xFFFF, match_kind: true }]), Err(Error::InvalidConfig { .. })));
+}
+
+#[test]
+fn failed_probe_reports_and_leaves_config_mode_with_only_probe_accesses() {
+    // No oscillator.
+    let mut r = rig(500_000);
+    r.dev.set_oscillator_dead(true);
+    r.block.trace_start(1 << 16);
+    let e = driver(&mut r, cfg(500_000)).unwrap_err();
+    assert!(matches!(e, Error::OscillatorNotReady { .. }), "{e}");
+    assert!(e.to_string().contains("configuration mode"));
+    assert_eq!(r.dev.mode(now()), Mode::Config);
+    let w = cs_windows(&r.block.trace_take());
+    assert_eq!(w[0].mosi, vec![0x00, 0x00], "RESET first");
+    for win in &w[1..] {
+        assert_eq!(win.mosi[0] >> 4, 0x3, "after RESET only READs: {:02x?}", win.mosi);
+        assert_eq!(&win.mosi[..2], &[0x3E, 0x00], "only OSC is read");
+    }
+    // Wrong DEVID.
+    let mut r = rig(500_000);
+    r.dev.set_devid(0x0000_0024);
+    r.block.trace_start(1 << 16);
+    let e = driver(&mut r, cfg(500_000)).unwrap_err();
+    assert_eq!(e, Error::WrongDevice { devid: 0x24, expected_id: 1 });
+    assert_eq!(r.dev.mode(now()), Mode::Config);
+    let w = cs_windows(&r.block.trace_take());
+    assert!(w[1..].iter().all(|w| w.mosi[0] >> 4 == 0x3), "only reads after RESET");
+    assert_eq!(w.last().unwrap().mosi[..2], [0x3E, 0x14], "DEVID is the last access");
+    // A bad configuration is refused before anything reaches the bus.
+    let mut r = rig(500_000);
+    r.block.trace_start(1 << 16);
+    let e = driver(&mut r, Config { nominal_bitrate: 100, ..cfg(500_000) }).unwrap_err();
+    assert!(matches!(e, Error::BitTiming { .. }), "{e}");
+    assert!(r.block.trace_take().events.is_empty());
+}
+
+#[test]
+fn crc_access_detects_and_retries_corrupted_replies() {
+    let mut r = rig(500_000);
+    let mut d = driver(&mut r, Config { crc: true, ..cfg(500_000) }).unwrap();
+    let before = d.stats().crc_errors;
+    r.dev.flip_miso(1, 0x01);
+    assert_eq!(d.regs().read(0xE14).unwrap(), 0x14, "the retry reads DEVID intact");
+    assert!(d.stats().crc_errors > before, "the corrupted reply was counted");
+    // A corrupted write is flagged by the device and reported.
+    r.dev.flip_mosi(1, 0x80);
+    let e = d.regs().write(0x1F0, 0).unwrap_err();
+    assert!(matches!(e, Error::WriteCrc { addr: 0x1F0, .. }), "{e}");
+}

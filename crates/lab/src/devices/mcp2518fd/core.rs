@@ -1,0 +1,372 @@
+//! The device's state: SFRs, CAN FD controller registers, message RAM, FIFO
+//! logic, operation modes, interrupts and pins, all computed as of the
+//! instant of each access or internal event.
+
+use super::fifo::Fifo;
+use super::regs::*;
+use super::spi::SpiState;
+use super::{Mcp2518fdConfig, Mode, Stats};
+use crate::can::{BitRates, Bus, ErrorCounters, Frame, FrameStamp, NodeId, TxOutcome};
+use crate::pin::Pin;
+use crate::scheduler::Scheduler;
+use std::sync::{Mutex, Weak};
+use wirespeed_time::Instant;
+
+pub(super) enum Event {
+    Mode(Mode),
+    Rx { frame: Frame, stamp: FrameStamp },
+    TxDone { token: u64, outcome: TxOutcome, stamp: FrameStamp },
+}
+
+struct Pending {
+    at: Instant,
+    seq: u64,
+    ev: Event,
+}
+
+pub(super) struct Pins {
+    pub int: Pin,
+    pub int0: Pin,
+    pub int1: Pin,
+}
+
+pub(super) struct Core {
+    pub(super) cfg: Mcp2518fdConfig,
+    pub(super) stats: Stats,
+    pub(super) spi: SpiState,
+    pub(super) pins: Pins,
+    pub(super) bus: Option<(Bus, NodeId)>,
+    pub(super) counters: ErrorCounters,
+    pub(super) osc_never_ready: bool,
+    pub(super) devid: u32,
+    pub(super) flip_mosi: (u32, u8),
+    pub(super) flip_miso: (u32, u8),
+    pub(super) weak: Weak<Mutex<Core>>,
+    pub(super) scheduler: Scheduler,
+    pub(super) osc: u32,
+    pub(super) osc_ready_at: Instant,
+    pub(super) pll_ready_at: Instant,
+    pub(super) iocon: u32,
+    pub(super) crc: u32,
+    pub(super) ecccon: u32,
+    pub(super) eccstat: u32,
+    pub(super) con: u32,
+    pub(super) mode: Mode,
+    pub(super) nbtcfg: u32,
+    pub(super) dbtcfg: u32,
+    pub(super) tdc: u32,
+    pub(super) tscon: u32,
+    pub(super) tbc_base: u32,
+    pub(super) tbc_at: Instant,
+    pub(super) int_flags: u32,
+    pub(super) int_en: u32,
+    pub(super) bdiag1: u32,
+    pub(super) tef: Fifo,
+    pub(super) fifos: [Fifo; 32],
+    pub(super) fltcon: [u8; 32],
+    pub(super) fltobj: [u32; 32],
+    pub(super) mask: [u32; 32],
+    pub(super) ram: Box<[u8; RAM_SIZE]>,
+    events: Vec<Pending>,
+    pub(super) seq: u64,
+    /// Internal loopback: the bus-less transmitter is busy until then.
+    pub(super) internal_idle_at: Instant,
+    pub(super) internal_inflight: bool,
+    pub(super) layout_overflow: bool,
+}
+
+pub(super) fn merge(old: u32, val: u32, mask: u32) -> u32 {
+    (old & !mask) | (val & mask)
+}
+
+impl Core {
+    pub(super) fn new(cfg: Mcp2518fdConfig, scheduler: Scheduler, pins: Pins, at: Instant) -> Core {
+        let mut c = Core {
+            cfg,
+            stats: Stats::default(),
+            spi: SpiState::default(),
+            pins,
+            bus: None,
+            counters: ErrorCounters::default(),
+            osc_never_ready: false,
+            devid: DEVID_MCP2518FD,
+            flip_mosi: (0, 0),
+            flip_miso: (0, 0),
+            weak: Weak::new(),
+            scheduler,
+            osc: 0,
+            osc_ready_at: at,
+            pll_ready_at: at,
+            iocon: 0,
+            crc: 0,
+            ecccon: 0,
+            eccstat: 0,
+            con: 0,
+            mode: Mode::Config,
+            nbtcfg: 0,
+            dbtcfg: 0,
+            tdc: 0,
+            tscon: 0,
+            tbc_base: 0,
+            tbc_at: at,
+            int_flags: 0,
+            int_en: 0,
+            bdiag1: 0,
+            tef: Fifo::default(),
+            fifos: [Fifo::default(); 32],
+            fltcon: [0; 32],
+            fltobj: [0; 32],
+            mask: [0; 32],
+            ram: Box::new([0; RAM_SIZE]),
+            events: Vec::new(),
+            seq: 0,
+            internal_idle_at: at,
+            internal_inflight: false,
+            layout_overflow: false,
+        };
+        c.reset(at);
+        c
+    }
+
+    /// Power-on / RESET instruction: every register to its reset value,
+    /// configuration mode, oscillator restarting. RAM keeps its contents.
+    pub(super) fn reset(&mut self, at: Instant) {
+        self.osc = OSC_RESET_READY & !OSC_OSCRDY;
+        self.osc_ready_at = at.add_ns(self.cfg.osc_startup_ns);
+        self.pll_ready_at = at;
+        self.iocon = IOCON_RESET;
+        self.crc = 0;
+        self.ecccon = 0;
+        self.eccstat = 0;
+        self.con = C1CON_RESET;
+        self.mode = Mode::Config;
+        self.nbtcfg = NBTCFG_RESET;
+        self.dbtcfg = DBTCFG_RESET;
+        self.tdc = TDC_RESET;
+        self.tscon = 0;
+        self.tbc_base = 0;
+        self.tbc_at = at;
+        self.int_flags = 0;
+        self.int_en = 0;
+        self.bdiag1 = 0;
+        self.tef.con = 0;
+        self.tef.reset();
+        for f in self.fifos.iter_mut() {
+            f.con = FIFOCON_RESET & !FIFOCON_FRESET;
+            f.reset();
+        }
+        self.fifos[0].con |= FIFOCON_TXEN;
+        self.fltcon = [0; 32];
+        self.fltobj = [0; 32];
+        self.mask = [0; 32];
+        self.events.clear();
+        self.internal_inflight = false;
+        self.layout();
+        self.spi = SpiState::default();
+        self.update_pins(at);
+    }
+
+    // ---------------------------------------------------------------- time
+
+    pub(super) fn osc_ready(&self, at: Instant) -> bool {
+        !self.osc_never_ready && at >= self.osc_ready_at && self.osc & OSC_OSCDIS == 0
+    }
+
+    pub(super) fn sysclk_hz(&self) -> u64 {
+        let mut f = self.cfg.osc_hz;
+        if self.osc & OSC_PLLEN != 0 {
+            f *= 10;
+        }
+        if self.osc & OSC_SCLKDIV != 0 {
+            f /= 2;
+        }
+        f
+    }
+
+    /// The bit rates NBTCFG/DBTCFG give at the current SYSCLK.
+    pub(super) fn bit_rates(&self) -> BitRates {
+        let clk = self.sysclk_hz();
+        let n = self.nbtcfg;
+        let nbt = u64::from((n >> 24) & 0xFF) + 1;
+        let ntq = 1 + u64::from((n >> 16) & 0xFF) + 1 + u64::from((n >> 8) & 0x7F) + 1;
+        let d = self.dbtcfg;
+        let dbt = u64::from((d >> 24) & 0xFF) + 1;
+        let dtq = 1 + u64::from((d >> 16) & 0x1F) + 1 + u64::from((d >> 8) & 0xF) + 1;
+        BitRates::new((clk / (nbt * ntq)) as u32, (clk / (dbt * dtq)) as u32)
+    }
+
+    pub(super) fn tbc(&self, at: Instant) -> u32 {
+        if self.tscon & TSCON_TBCEN == 0 {
+            return 0;
+        }
+        let pre = u128::from(self.tscon & 0x3FF) + 1;
+        let ticks = u128::from(at.ns_since(self.tbc_at)) * u128::from(self.sysclk_hz()) / 1_000_000_000 / pre;
+        self.tbc_base.wrapping_add(ticks as u32)
+    }
+
+    pub(super) fn push_event(&mut self, at: Instant, ev: Event) {
+        self.seq += 1;
+        let seq = self.seq;
+        let pos = self.events.partition_point(|p| (p.at, p.seq) <= (at, seq));
+        self.events.insert(pos, Pending { at, seq, ev });
+        let weak = self.weak.clone();
+        self.scheduler.schedule(at, move |_| {
+            if let Some(core) = weak.upgrade() {
+                core.lock().unwrap_or_else(|e| e.into_inner()).advance(at);
+            }
+        });
+    }
+
+    /// Applies every internal event due at or before `t`, in order.
+    pub(super) fn advance(&mut self, t: Instant) {
+        while self.events.first().is_some_and(|p| p.at <= t) {
+            let p = self.events.remove(0);
+            self.process(p.at, p.ev);
+            self.update_pins(p.at);
+        }
+    }
+
+    pub(super) fn process(&mut self, at: Instant, ev: Event) {
+        match ev {
+            Event::Mode(m) => self.enter_mode(m, at),
+            Event::Rx { frame, stamp } => self.receive(&frame, stamp, at),
+            Event::TxDone { token, outcome, stamp } => self.tx_finished(token, outcome, stamp, at),
+        }
+    }
+
+    // ---------------------------------------------------------------- modes
+
+    pub(super) fn is_bus_mode(m: Mode) -> bool {
+        !matches!(m, Mode::Config | Mode::Sleep | Mode::InternalLoopback)
+    }
+
+    pub(super) fn mode_allowed(from: Mode, to: Mode) -> bool {
+        use Mode::*;
+        match (from, to) {
+            (Config, _) | (_, Config) => true,
+            (Sleep, _) => false,
+            (InternalLoopback | ExternalLoopback, _) | (_, InternalLoopback | ExternalLoopback) => false,
+            _ => true,
+        }
+    }
+
+    pub(super) fn request_mode(&mut self, to: Mode, at: Instant) {
+        self.con = (self.con & !(7 << CON_REQOP_SHIFT)) | (u32::from(to.bits()) << CON_REQOP_SHIFT);
+        let target = self.events.iter().rev().find_map(|p| match p.ev {
+            Event::Mode(m) => Some(m),
+            _ => None,
+        });
+        if target.unwrap_or(self.mode) == to {
+            return;
+        }
+        if !self.osc_ready(at) || !Self::mode_allowed(self.mode, to) {
+            self.stats.invalid_mode_requests += 1;
+            return;
+        }
+        self.events.retain(|p| !matches!(p.ev, Event::Mode(_)));
+        let bus_idle = match &self.bus {
+            Some((bus, _)) => bus.idle_at(),
+            None => at,
+        };
+        let switch = self.cfg.mode_switch_ns;
+        let when = if self.mode == Mode::Config && Self::is_bus_mode(to) {
+            // Bus integration: 11 recessive nominal bits on an idle bus.
+            let rates = self.bit_rates();
+            at.add_ns(switch).max(bus_idle).add_ns(rates.nominal_ns(11))
+        } else if Self::is_bus_mode(self.mode) {
+            // Leaving the bus waits for the frame in progress.
+            at.add_ns(switch).max(bus_idle)
+        } else {
+            at.add_ns(switch)
+        };
+        self.push_event(when, Event::Mode(to));
+    }
+
+    pub(super) fn enter_mode(&mut self, to: Mode, at: Instant) {
+        let from = self.mode;
+        if from == to {
+            return;
+        }
+        self.mode = to;
+        self.int_flags |= INT_MODIF;
+        if to == Mode::Config {
+            self.tef.reset();
+            for f in self.fifos.iter_mut() {
+                f.reset();
+            }
+            self.internal_inflight = false;
+        }
+        if from == Mode::Config {
+            self.layout();
+            if let Some((bus, id)) = &self.bus {
+                bus.set_error_counters(*id, ErrorCounters::default());
+            }
+            self.counters = ErrorCounters::default();
+        }
+        self.kick(at);
+    }
+
+    // ---------------------------------------------------------------- RAM layout
+
+    pub(super) fn layout(&mut self) {
+        let mut off: u32 = 0;
+        let stef = self.con & CON_STEF != 0;
+        let ts = if self.tef.con & TEFCON_TEFTSEN != 0 { 12 } else { 8 };
+        self.tef.obj_size = ts;
+        self.tef.base = off as u16;
+        if stef {
+            off += u32::from(self.tef.depth()) * u32::from(ts);
+        }
+        for m in 0..32 {
+            let f = &mut self.fifos[m];
+            if m == 0 {
+                f.con |= FIFOCON_TXEN;
+                if self.con & CON_TXQEN == 0 {
+                    f.base = off as u16;
+                    f.obj_size = 8 + f.payload();
+                    continue;
+                }
+            }
+            let rxts = !f.is_tx() && f.con & FIFOCON_RXTSEN != 0;
+            f.obj_size = 8 + if rxts { 4 } else { 0 } + f.payload();
+            f.base = off.min(0xFFFF) as u16;
+            off += u32::from(f.depth()) * u32::from(f.obj_size);
+        }
+        self.layout_overflow = off > RAM_SIZE as u32;
+    }
+
+    pub(super) fn ram_word(&self, off: usize) -> u32 {
+        let mut b = [0u8; 4];
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = self.ram.get(off + i).copied().unwrap_or(0);
+        }
+        u32::from_le_bytes(b)
+    }
+
+    pub(super) fn set_ram_word(&mut self, off: usize, w: u32) {
+        for (i, x) in w.to_le_bytes().iter().enumerate() {
+            if let Some(r) = self.ram.get_mut(off + i) {
+                *r = *x;
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- SPI CRC bookkeeping
+
+    pub(super) fn crc_error(&mut self, computed: u16) {
+        self.crc = (self.crc & !0xFFFF) | u32::from(computed) | CRC_CRCERRIF;
+        self.stats.spi_crc_errors += 1;
+    }
+
+    pub(super) fn format_error(&mut self) {
+        self.crc |= CRC_FERRIF;
+        self.stats.spi_format_errors += 1;
+    }
+
+    pub(super) fn inject_rx_overflow(&mut self, m: usize) {
+        if m > 0 && m < 32 && !self.fifos[m].is_tx() {
+            self.fifos[m].sta |= FIFOSTA_RXOVIF;
+            self.stats.rx_overflows += 1;
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! A lab model of the Microchip MCP2518FD, an external CAN FD controller
+//! with an SPI interface, faithful to the datasheet's programming model.
+//!
+//! **Bus face** ([`SpiDeviceModel`]): the SPI instructions RESET, READ,
+//! WRITE, READ_CRC, WRITE_CRC and WRITE_SAFE with the device's CRC-16
+//! (see the `spi` submodule); the SFRs (OSC, IOCON, CRC, ECCCON, ECCSTAT, DEVID),
+//! the CAN FD controller registers (C1CON with REQOP/OPMOD and all eight
+//! operation modes, NBTCFG/DBTCFG/TDC, TBC/TSCON, C1VEC, C1INT, C1RXIF,
+//! C1TXIF, C1RXOVIF, C1TXATIF, C1TXREQ, C1TREC, C1BDIAG0/1, TEF, TXQ,
+//! FIFO 1..31, 32 filters and masks) and the 2 KiB message RAM at 0x400 with
+//! the datasheet's TX/RX/TEF object layout ([`regs`] has the map).
+//!
+//! **CAN face**: [`Mcp2518fd::attach_to_bus`] makes the device a node on a
+//! [`can::Bus`](crate::can::Bus). A received frame is filtered and written
+//! to its RX FIFO at EOF + [`Mcp2518fdConfig::store_delay_ns`]; a transmit
+//! request (TXREQ / UINC) makes the message eligible after
+//! [`Mcp2518fdConfig::tx_start_delay_ns`]; a sent frame completes (TEF
+//! entry, FIFO tail) at its EOF + `store_delay_ns`.
+//!
+//! **Pins**: INT (and INT0 = TX / INT1 = RX when IOCON.PMx = 0) are lab
+//! [`Pin`]s, active low, driven at the lab instant their source changes:
+//! INT falls when a received frame is stored (by the lab's interrupt thread,
+//! at that instant) and rises at the SPI byte that clears the last source.
+//!
+//! **Time**: the model's state is computed as of each SPI byte's instant
+//! (internal events due by then are applied first). Events the interrupt
+//! thread has already applied are not rolled back for a byte stamped
+//! earlier, so state never goes backwards.
+//!
+//! **Backdoor** ([`Mcp2518fd`] is a cloneable handle): faults (oscillator
+//! never ready, DEVID, MOSI/MISO bit flips for the CRC instructions, RX
+//! overflow, bus-off), peeking at registers and RAM, counters.
+//!
+//! Not modelled: ECC errors (ECCCON/ECCSTAT are plain registers), sleep
+//! wake-up from bus activity and low-power mode, TBC overflow interrupt,
+//! auto-RTR (RTREN), DeviceNet filtering (DNCNT), transmit bandwidth sharing
+//! (TXBWS), TDC measurement, SID11, the RX/TX MAB and SPI-underflow system
+//! errors, GPIO inputs driven from outside.
+
+mod core;
+mod crc16;
+mod fifo;
+mod irq;
+mod registers;
+mod txrx;
+pub mod regs;
+mod spi;
+#[cfg(test)]
+mod tests;
+
+pub use crc16::{crc16, crc16_update};
+
+use crate::can::{Bus, BusError, CanNode, ErrorCounters, Frame, FrameStamp, NodeId, Participation, Role, TxOutcome, TxRequest};
+use crate::lab::Lab;
+use crate::pin::Pin;
+use crate::spi::SpiDeviceModel;
+use self::core::{Core, Pins};
+use std::sync::{Arc, Mutex, MutexGuard};
+use wirespeed_time::{now, Instant};
+
+/// Timing knobs and the crystal. Defaults are datasheet-plausible.
+#[derive(Clone, Copy, Debug)]
+pub struct Mcp2518fdConfig {
+    /// Crystal / oscillator frequency (40 MHz on most boards; SYSCLK without PLL).
+    pub osc_hz: u64,
+    /// From power-on or RESET to OSC.OSCRDY.
+    pub osc_startup_ns: u64,
+    /// From OSC.PLLEN to OSC.PLLRDY.
+    pub pll_lock_ns: u64,
+    /// From a frame's EOF to its RX object (or TEF object) written and INT asserted.
+    pub store_delay_ns: u64,
+    /// From TXREQ (or UINC on a requested FIFO) to the earliest SOF.
+    pub tx_start_delay_ns: u64,
+    /// Internal delay of a mode change (plus bus integration when joining the bus).
+    pub mode_switch_ns: u64,
+}
+
+impl Default for Mcp2518fdConfig {
+    fn default() -> Self {
+        Mcp2518fdConfig {
+            osc_hz: 40_000_000,
+            osc_startup_ns: 100_000,
+            pll_lock_ns: 100_000,
+            store_delay_ns: 1_000,
+            tx_start_delay_ns: 2_000,
+            mode_switch_ns: 1_000,
+        }
+    }
+}
+
+/// Operation modes (C1CON.REQOP / OPMOD).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Normal CAN FD (mixed FD and classic frames).
+    NormalFd,
+    /// Sleep.
+    Sleep,
+    /// Internal loopback: frames never reach the bus.
+    InternalLoopback,
+    /// Listen only: no ACK, no transmission.
+    ListenOnly,
+    /// Configuration.
+    Config,
+    /// External loopback: transmits on the bus, needs no ACK, receives its own frames.
+    ExternalLoopback,
+    /// Normal CAN 2.0: FD frames on the bus are errors.
+    NormalCan20,
+    /// Restricted operation: receives and acknowledges, never transmits.
+    Restricted,
+}
+
+impl Mode {
+    /// The mode a 3-bit REQOP/OPMOD value names.
+    pub fn from_bits(b: u8) -> Mode {
+        match b & 7 {
+            0 => Mode::NormalFd,
+            1 => Mode::Sleep,
+            2 => Mode::InternalLoopback,
+            3 => Mode::ListenOnly,
+            4 => Mode::Config,
+            5 => Mode::ExternalLoopback,
+            6 => Mode::NormalCan20,
+            _ => Mode::Restricted,
+        }
+    }
+    /// The mode's 3-bit value.
+    pub fn bits(self) -> u8 {
+        match self {
+            Mode::NormalFd => 0,
+            Mode::Sleep => 1,
+            Mode::InternalLoopback => 2,
+            Mode::ListenOnly => 3,
+            Mode::Config => 4,
+            Mode::ExternalLoopback => 5,
+            Mode::NormalCan20 => 6,
+            Mode::Restricted => 7,
+        }
+    }
+}
+
+/// Counters the backdoor reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Frames the controller received in a receiving mode.
+    pub rx_frames: u64,
+    /// Frames written to an RX FIFO.
+    pub rx_stored: u64,
+    /// Frames no filter accepted (or aimed at a TX FIFO).
+    pub rx_unmatched: u64,
+    /// Frames lost to a full RX FIFO (and injected overflows).
+    pub rx_overflows: u64,
+    /// Frames sent successfully.
+    pub tx_frames: u64,
+    /// REQOP writes that could not be honoured (bad transition, no clock).
+    pub invalid_mode_requests: u64,
+    /// SPI CRC mismatches (WRITE_CRC, WRITE_SAFE).
+    pub spi_crc_errors: u64,
+    /// SPI CRC accesses with the wrong byte count.
+    pub spi_format_errors: u64,
+}
+
+/// The device. Clones share it: attach one to the SPI controller, keep one
+/// as the backdoor.
+#[derive(Clone)]
+pub struct Mcp2518fd {
+    core: Arc<Mutex<Core>>,
+}
+
+impl std::fmt::Debug for Mcp2518fd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = self.lock();
+        f.debug_struct("Mcp2518fd").field("mode", &c.mode).field("stats", &c.stats).finish()
+    }
+}
+
+struct Node(Arc<Mutex<Core>>);
+
+fn lock(core: &Mutex<Core>) -> MutexGuard<'_, Core> {
+    core.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Mcp2518fd {
+    /// A device on `lab`, powered on now (the oscillator starts).
+    pub fn new(lab: &Lab, cfg: Mcp2518fdConfig) -> Mcp2518fd {
+        let pins = Pins { int: Pin::new("mcp2518fd-int", true), int0: Pin::new("mcp2518fd-int0", true), int1: Pin::new("mcp2518fd-int1", true) };
+        let core = Arc::new(Mutex::new(Core::new(cfg, lab.scheduler().clone(), pins, now())));
+        lock(&core).weak = Arc::downgrade(&core);
+        Mcp2518fd { core }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Core> {
+        lock(&self.core)
+    }
+
+    /// Attaches the device to `bus` as a node.
+    pub fn attach_to_bus(&self, bus: &Bus, name: &str) -> NodeId {
+        let id = bus.attach(Arc::new(Node(self.core.clone())), name);
+        self.lock().bus = Some((bus.clone(), id));
+        id
+    }
+
+    /// The INT output (active low).
+    pub fn int_pin(&self) -> Pin {
+        self.lock().pins.int.clone()
+    }
+    /// INT0/GPIO0: the TX interrupt when IOCON.PM0 = 0 (active low).
+    pub fn int0_pin(&self) -> Pin {
+        self.lock().pins.int0.clone()
+    }
+    /// INT1/GPIO1: the RX interrupt when IOCON.PM1 = 0 (active low).
+    pub fn int1_pin(&self) -> Pin {
+        self.lock().pins.int1.clone()
+    }
+
+    /// Backdoor: the 32-bit register or RAM word at `addr` as of `at`.
+    pub fn peek(&self, addr: u16, at: Instant) -> u32 {
+        let mut c = self.lock();
+        c.advance(at);
+        c.read_word(addr, at)
+    }
+
+    /// Backdoor: `len` bytes of message RAM from offset `offset` (0 = address 0x400).
+    pub fn peek_ram(&self, offset: usize, len: usize) -> Vec<u8> {
+        let c = self.lock();
+        (offset..offset + len).map(|i| c.ram.get(i).copied().unwrap_or(0)).collect()
+    }
+
+    /// Backdoor: the operation mode as of `at`.
+    pub fn mode(&self, at: Instant) -> Mode {
+        let mut c = self.lock();
+        c.advance(at);
+        c.mode
+    }
+
+    /// Backdoor: counters.
+    pub fn stats(&self) -> Stats {
+        self.lock().stats
+    }
+
+    /// Backdoor: the timing knobs.
+    pub fn config(&self) -> Mcp2518fdConfig {
+        self.lock().cfg
+    }
+
+    /// Backdoor: changes the timing knobs (applies to later events).
+    pub fn set_config(&self, cfg: Mcp2518fdConfig) {
+        self.lock().cfg = cfg;
+    }
+
+    /// Whether the FIFO/TEF/TXQ configuration overflows the 2 KiB RAM.
+    pub fn ram_overflow(&self) -> bool {
+        self.lock().layout_overflow
+    }
+
+    /// Fault: the oscillator never becomes ready (OSC.OSCRDY stays 0 and
+    /// mode requests are ignored), or heals.
+    pub fn set_oscillator_dead(&self, dead: bool) {
+        self.lock().osc_never_ready = dead;
+    }
+
+    /// Fault: the DEVID register reads `devid`.
+    pub fn set_devid(&self, devid: u32) {
+        self.lock().devid = devid;
+    }
+
+    /// Fault: XOR `mask` into the next `n` MOSI bytes after the command (as
+    /// the device receives them: WRITE_CRC / WRITE_SAFE detect it).
+    pub fn flip_mosi(&self, n: u32, mask: u8) {
+        self.lock().flip_mosi = (n, mask);
+    }
+
+    /// Fault: XOR `mask` into the next `n` MISO data bytes (the host's check
+    /// of a READ_CRC detects it).
+    pub fn flip_miso(&self, n: u32, mask: u8) {
+        self.lock().flip_miso = (n, mask);
+    }
+
+    /// Fault: flags an overflow on RX FIFO `fifo` as if a frame had been lost.
+    pub fn inject_rx_overflow(&self, fifo: usize, at: Instant) {
+        let mut c = self.lock();
+        c.advance(at);
+        c.inject_rx_overflow(fifo);
+        c.update_pins(at);
+    }
+
+    /// Fault: drives the device bus-off (through its bus) at `at`.
+    pub fn force_bus_off(&self, at: Instant) {
+        let bus = self.lock().bus.clone();
+        if let Some((bus, id)) = bus {
+            bus.force_bus_off(id, at);
+        }
+    }
+}
+
+impl SpiDeviceModel for Mcp2518fd {
+    fn chip_select(&mut self, asserted: bool, at: Instant) {
+        let mut c = self.lock();
+        c.advance(at);
+        if asserted {
+            c.spi.select();
+        } else {
+            spi::SpiState::deselect(&mut c, at);
+        }
+    }
+
+    fn exchange(&mut self, mosi: u32, bits: u8, at: Instant) -> u32 {
+        let mut c = self.lock();
+        c.advance(at);
+        if bits == 0 || !bits.is_multiple_of(8) || bits > 32 {
+            return 0;
+        }
+        let n = bits / 8;
+        let mut miso = 0u32;
+        for i in (0..n).rev() {
+            let b = (mosi >> (8 * u32::from(i))) as u8;
+            miso |= u32::from(spi::SpiState::byte(&mut c, b, at)) << (8 * u32::from(i));
+        }
+        c.update_pins(at);
+        miso
+    }
+}
+
+impl CanNode for Node {
+    fn participation(&self, at: Instant) -> Participation {
+        let mut c = lock(&self.0);
+        c.advance(at);
+        let role = match c.mode {
+            Mode::Config | Mode::Sleep | Mode::InternalLoopback => Role::Off,
+            Mode::ListenOnly => Role::ListenOnly,
+            Mode::Restricted => Role::Restricted,
+            Mode::NormalFd | Mode::NormalCan20 | Mode::ExternalLoopback => Role::Active,
+        };
+        Participation { role, rates: Some(c.bit_rates()), fd_tolerant: c.mode != Mode::NormalCan20 }
+    }
+
+    fn tx_request(&self, at: Instant) -> Option<TxRequest> {
+        let mut c = lock(&self.0);
+        c.advance(at);
+        if !matches!(c.mode, Mode::NormalFd | Mode::NormalCan20 | Mode::ExternalLoopback) {
+            return None;
+        }
+        let (m, slot, frame) = c.tx_candidate(at)?;
+        let token = c.token(m, slot);
+        Some(TxRequest { frame, token, self_ack: c.mode == Mode::ExternalLoopback })
+    }
+
+    fn tx_done(&self, token: u64, outcome: TxOutcome, stamp: FrameStamp) {
+        let mut c = lock(&self.0);
+        if outcome == TxOutcome::LostArbitration {
+            c.lost_arbitration(token);
+        } else {
+            c.tx_done_from_bus(token, outcome, stamp);
+        }
+    }
+
+    fn rx_frame(&self, frame: &Frame, stamp: FrameStamp) {
+        lock(&self.0).rx_from_bus(frame, stamp);
+    }
+
+    fn error_counters_changed(&self, counters: ErrorCounters, at: Instant) {
+        let mut c = lock(&self.0);
+        c.advance(at);
+        c.counters_changed(counters);
+        c.update_pins(at);
+    }
+
+    fn rx_error(&self, error: BusError, at: Instant) {
+        let mut c = lock(&self.0);
+        c.advance(at);
+        c.bus_error_seen(error);
+        c.update_pins(at);
+    }
+}

@@ -1,0 +1,208 @@
+//! The SPI face: instruction decoding, byte by byte, as the bits shift.
+//!
+//! Every access is CS low, a 16-bit command (4-bit instruction, 12-bit
+//! address, MSB first), then data; the address increments after each data
+//! byte. READ_CRC / WRITE_CRC add a length byte N after the command (N bytes
+//! for SFRs and registers, N 32-bit words for RAM) and a CRC-16 after the
+//! data; WRITE_SAFE sends one byte (registers, SFRs) or one word (RAM) and a
+//! CRC, and writes only if the CRC matches. The device's CRC covers the
+//! command bytes, the length byte (if any) and the data.
+//!
+//! - READ / READ_CRC: each data byte is read at the instant its first bit
+//!   shifts, so the value is the register's state at that instant.
+//! - WRITE / WRITE_CRC: each byte takes effect when received (a WRITE_CRC
+//!   with a bad CRC has already written; it sets `CRC.CRCERRIF`).
+//! - A CRC access whose byte count does not match N sets `CRC.FERRIF` when
+//!   CS rises. RESET (two zero bytes) resets the device when CS rises.
+
+use super::core::Core;
+use super::crc16::crc16_update;
+use super::regs::*;
+use wirespeed_time::Instant;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Phase {
+    #[default]
+    Idle,
+    Cmd1,
+    Len,
+    Data,
+    Crc,
+    Ignore,
+}
+
+/// The decoder's state within one CS assertion.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SpiState {
+    phase: Phase,
+    bytes: usize,
+    instr: u8,
+    cmd0: u8,
+    addr: u16,
+    crc: u16,
+    len: usize,
+    done: usize,
+    crc_in: [u8; 2],
+    crc_n: usize,
+    extra: usize,
+    safe: [u8; 4],
+}
+
+fn in_ram(addr: u16) -> bool {
+    (RAM_START..RAM_START + RAM_SIZE as u16).contains(&addr)
+}
+
+impl SpiState {
+    pub fn select(&mut self) {
+        *self = SpiState { phase: Phase::Cmd1, ..SpiState::default() };
+    }
+
+    /// CS went high at `at`: finish the access.
+    pub fn deselect(core: &mut Core, at: Instant) {
+        let s = std::mem::take(&mut core.spi);
+        match s.instr {
+            INSTR_RESET if s.bytes == 2 && s.phase != Phase::Ignore => core.reset(at),
+            INSTR_READ_CRC | INSTR_WRITE_CRC | INSTR_WRITE_SAFE if s.bytes >= 2 => {
+                let complete = matches!(s.phase, Phase::Crc) && s.crc_n == 2 && s.extra == 0;
+                if !complete {
+                    core.format_error();
+                }
+            }
+            _ => {}
+        }
+        core.update_pins(at);
+    }
+
+    /// One byte shifted at `at`; returns MISO.
+    pub fn byte(core: &mut Core, mosi_in: u8, at: Instant) -> u8 {
+        let mut mosi = mosi_in;
+        let s = &mut core.spi;
+        if s.bytes >= 2 && core.flip_mosi.0 > 0 {
+            core.flip_mosi.0 -= 1;
+            mosi ^= core.flip_mosi.1;
+        }
+        let s = &mut core.spi;
+        s.bytes += 1;
+        match s.phase {
+            Phase::Idle | Phase::Ignore => 0,
+            Phase::Cmd1 if s.bytes == 1 => {
+                s.cmd0 = mosi;
+                s.instr = mosi >> 4;
+                0
+            }
+            Phase::Cmd1 => {
+                s.addr = (u16::from(s.cmd0 & 0xF) << 8) | u16::from(mosi);
+                s.crc = crc16_update(0xFFFF, &[s.cmd0, mosi]);
+                s.phase = match s.instr {
+                    INSTR_RESET => Phase::Idle,
+                    INSTR_READ | INSTR_WRITE => Phase::Data,
+                    INSTR_READ_CRC | INSTR_WRITE_CRC => Phase::Len,
+                    INSTR_WRITE_SAFE => {
+                        s.len = if in_ram(s.addr) { 4 } else { 1 };
+                        Phase::Data
+                    }
+                    _ => Phase::Ignore,
+                };
+                if s.instr == INSTR_RESET && s.addr != 0 {
+                    s.phase = Phase::Ignore;
+                }
+                0
+            }
+            Phase::Len => {
+                s.crc = crc16_update(s.crc, &[mosi]);
+                let n = usize::from(mosi);
+                s.len = if in_ram(s.addr) { 4 * n } else { n };
+                s.phase = if s.len == 0 { Phase::Crc } else { Phase::Data };
+                0
+            }
+            Phase::Data => Self::data(core, mosi, at),
+            Phase::Crc => {
+                let s = &mut core.spi;
+                if s.crc_n >= 2 {
+                    s.extra += 1;
+                    return 0;
+                }
+                let out = if s.crc_n == 0 { (s.crc >> 8) as u8 } else { s.crc as u8 };
+                s.crc_in[s.crc_n] = mosi;
+                s.crc_n += 1;
+                if s.crc_n == 2 && s.instr != INSTR_READ_CRC {
+                    let got = u16::from_be_bytes(s.crc_in);
+                    let want = s.crc;
+                    if got != want {
+                        core.crc_error(want);
+                    } else if s.instr == INSTR_WRITE_SAFE {
+                        let (addr, n, buf) = (s.addr, s.len, s.safe);
+                        for (i, b) in buf[..n].iter().enumerate() {
+                            core.write_byte(addr.wrapping_add(i as u16) & 0xFFF, *b, at);
+                        }
+                    }
+                    return 0;
+                }
+                if s.instr == INSTR_READ_CRC {
+                    out
+                } else {
+                    0
+                }
+            }
+        }
+    }
+
+    fn data(core: &mut Core, mosi: u8, at: Instant) -> u8 {
+        let (instr, addr) = (core.spi.instr, core.spi.addr);
+        let next = (addr + 1) & 0xFFF;
+        match instr {
+            INSTR_READ => {
+                core.spi.addr = next;
+                let v = core.read_byte(addr, at);
+                flip_miso(core, v)
+            }
+            INSTR_WRITE => {
+                core.spi.addr = next;
+                core.write_byte(addr, mosi, at);
+                0
+            }
+            INSTR_READ_CRC => {
+                let v = core.read_byte(addr, at);
+                let s = &mut core.spi;
+                s.addr = next;
+                s.crc = crc16_update(s.crc, &[v]);
+                s.done += 1;
+                if s.done == s.len {
+                    s.phase = Phase::Crc;
+                }
+                flip_miso(core, v)
+            }
+            INSTR_WRITE_CRC => {
+                core.write_byte(addr, mosi, at);
+                let s = &mut core.spi;
+                s.addr = next;
+                s.crc = crc16_update(s.crc, &[mosi]);
+                s.done += 1;
+                if s.done == s.len {
+                    s.phase = Phase::Crc;
+                }
+                0
+            }
+            _ => {
+                // WRITE_SAFE: buffer until the CRC checks out.
+                let s = &mut core.spi;
+                s.safe[s.done] = mosi;
+                s.crc = crc16_update(s.crc, &[mosi]);
+                s.done += 1;
+                if s.done == s.len {
+                    s.phase = Phase::Crc;
+                }
+                0
+            }
+        }
+    }
+}
+
+fn flip_miso(core: &mut Core, v: u8) -> u8 {
+    if core.flip_miso.0 > 0 {
+        core.flip_miso.0 -= 1;
+        v ^ core.flip_miso.1
+    } else {
+        v
+    }
+}

@@ -1,0 +1,474 @@
+//! The model against the datasheet, driven through its SPI face directly.
+
+use super::regs::*;
+use super::*;
+use crate::can::{BitRates, Bus, CanId, ErrorState};
+use crate::can::tools::{DataMode, Generator, GeneratorConfig, Recorder};
+use crate::pin::PinSink;
+use crate::{Lab, LabConfig};
+use std::time::Duration;
+use wirespeed_time::Instant;
+
+struct T {
+    lab: Lab,
+    dev: Mcp2518fd,
+    spi: Mcp2518fd,
+    t: Instant,
+}
+
+impl T {
+    fn new() -> T {
+        let lab = Lab::new(LabConfig::default());
+        let dev = Mcp2518fd::new(&lab, Mcp2518fdConfig::default());
+        let t = now();
+        T { lab, spi: dev.clone(), dev, t }
+    }
+    /// Moves the test's clock on (synthetic stamps, increasing).
+    fn later(&mut self, ns: u64) -> Instant {
+        self.t = self.t.add_ns(ns).max(now());
+        self.t
+    }
+    fn xfer(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let at = self.later(100);
+        self.spi.chip_select(true, at);
+        let out = bytes.iter().map(|&b| self.spi.exchange(u32::from(b), 8, at) as u8).collect();
+        self.spi.chip_select(false, at);
+        out
+    }
+    fn read(&mut self, addr: u16) -> u32 {
+        let r = self.xfer(&[0x30 | (addr >> 8) as u8, addr as u8, 0, 0, 0, 0]);
+        u32::from_le_bytes([r[2], r[3], r[4], r[5]])
+    }
+    fn write(&mut self, addr: u16, v: u32) {
+        let b = v.to_le_bytes();
+        self.xfer(&[0x20 | (addr >> 8) as u8, addr as u8, b[0], b[1], b[2], b[3]]);
+    }
+    fn write_byte(&mut self, addr: u16, v: u8) {
+        self.xfer(&[0x20 | (addr >> 8) as u8, addr as u8, v]);
+    }
+    /// Polls `cond` (real time) for up to a second.
+    fn wait_for(&mut self, mut cond: impl FnMut(&mut T) -> bool) {
+        for _ in 0..2000 {
+            if cond(self) {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        panic!("condition never met");
+    }
+    fn ready(&mut self) {
+        self.later(200_000);
+        assert_ne!(self.read(OSC) & OSC_OSCRDY, 0);
+    }
+    fn set_mode(&mut self, m: u8) {
+        let con = self.read(C1CON);
+        self.write(C1CON, (con & !(7 << 24)) | (u32::from(m) << 24));
+        for _ in 0..2000 {
+            if (self.read(C1CON) >> 21) & 7 == u32::from(m) {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        panic!("mode {m} never reached");
+    }
+}
+
+#[test]
+fn reset_values_match_the_datasheet() {
+    let mut t = T::new();
+    assert_eq!(t.read(OSC) & OSC_OSCRDY, 0, "oscillator still starting");
+    t.ready();
+    assert_eq!(t.read(OSC), OSC_RESET_READY);
+    assert_eq!(t.read(C1CON), C1CON_RESET);
+    assert_eq!(t.read(C1NBTCFG), NBTCFG_RESET);
+    assert_eq!(t.read(C1DBTCFG), DBTCFG_RESET);
+    assert_eq!(t.read(C1TDC), TDC_RESET);
+    assert_eq!(t.read(C1VEC), C1VEC_RESET);
+    assert_eq!(t.read(C1INT), 0);
+    assert_eq!(t.read(C1TREC), TREC_TXBO, "in configuration mode the controller is off the bus");
+    assert_eq!(t.read(C1TEFCON), 0x0000_0400);
+    assert_eq!(t.read(C1TXQCON), FIFOCON_RESET | FIFOCON_TXEN);
+    assert_eq!(t.read(c1fifocon(1)), FIFOCON_RESET);
+    assert_eq!(t.read(IOCON) & !(IOCON_GPIO0 | IOCON_GPIO1), IOCON_RESET);
+    assert_eq!(t.read(DEVID), DEVID_MCP2518FD);
+    assert!(t.dev.int_pin().is_high());
+    // RESET restores them and restarts the oscillator.
+    t.write(C1NBTCFG, 0x0102_0304);
+    t.xfer(&[0x00, 0x00]);
+    assert_eq!(t.read(C1NBTCFG), NBTCFG_RESET);
+    t.ready();
+}
+
+#[test]
+fn mode_changes_through_reqop_and_opmod() {
+    let mut t = T::new();
+    t.ready();
+    t.write(C1INT, INT_MODIF << 16);
+    t.write_byte(C1CON + 3, MODE_NORMAL_FD);
+    let con = t.read(C1CON);
+    assert_eq!(((con >> 24) & 7, (con >> 21) & 7), (0, 4), "REQOP reads back at once, OPMOD follows later");
+    t.set_mode(MODE_NORMAL_FD);
+    assert_ne!(t.read(C1INT) & INT_MODIF, 0);
+    assert!(!t.dev.int_pin().is_high(), "MODIF enabled: INT low");
+    t.write(C1INT, INT_MODIF << 16); // clear MODIF (write 0), keep MODIE
+    assert!(t.dev.int_pin().is_high());
+    // Normal → internal loopback must go through configuration mode.
+    t.write_byte(C1CON + 3, MODE_INTERNAL_LOOPBACK);
+    t.later(100_000);
+    assert_eq!((t.read(C1CON) >> 21) & 7, u32::from(MODE_NORMAL_FD));
+    assert_eq!(t.dev.stats().invalid_mode_requests, 1);
+    for m in [MODE_CONFIG, MODE_LISTEN_ONLY, MODE_CONFIG, MODE_EXTERNAL_LOOPBACK, MODE_CONFIG, MODE_NORMAL_CAN20, MODE_RESTRICTED, MODE_CONFIG] {
+        t.set_mode(m);
+    }
+    // Bit timing is writable only in configuration mode.
+    t.set_mode(MODE_NORMAL_FD);
+    t.write(C1NBTCFG, 0);
+    assert_eq!(t.read(C1NBTCFG), NBTCFG_RESET);
+}
+
+#[test]
+fn no_oscillator_means_no_mode_change() {
+    let mut t = T::new();
+    t.dev.set_oscillator_dead(true);
+    t.later(1_000_000);
+    assert_eq!(t.read(OSC) & OSC_OSCRDY, 0);
+    t.write_byte(C1CON + 3, MODE_NORMAL_FD);
+    t.later(1_000_000);
+    assert_eq!((t.read(C1CON) >> 21) & 7, u32::from(MODE_CONFIG));
+    t.dev.set_devid(0);
+    assert_eq!(t.read(DEVID), 0);
+}
+
+#[test]
+fn pll_and_sysclk() {
+    let mut t = T::new();
+    t.ready();
+    t.write(OSC, OSC_PLLEN);
+    assert_eq!(t.read(OSC) & OSC_PLLRDY, 0);
+    t.later(200_000);
+    assert_ne!(t.read(OSC) & OSC_PLLRDY, 0);
+}
+
+fn crc_read(t: &mut T, addr: u16, n: u8) -> (Vec<u8>, u16, u16) {
+    let mut cmd = vec![0xB0 | (addr >> 8) as u8, addr as u8, n];
+    let len = if (0x400..0xC00).contains(&addr) { 4 * n as usize } else { n as usize };
+    cmd.extend(std::iter::repeat_n(0, len + 2));
+    let r = t.xfer(&cmd);
+    let data = r[3..3 + len].to_vec();
+    let got = u16::from_be_bytes([r[3 + len], r[4 + len]]);
+    let mut mine = cmd[..3].to_vec();
+    mine.extend(&data);
+    (data, got, crc16(&mine))
+}
+
+fn crc_write(t: &mut T, addr: u16, data: &[u8], corrupt: bool) {
+    let n = if (0x400..0xC00).contains(&addr) { data.len() / 4 } else { data.len() };
+    let mut cmd = vec![0xA0 | (addr >> 8) as u8, addr as u8, n as u8];
+    cmd.extend(data);
+    let c = crc16(&cmd) ^ u16::from(corrupt);
+    cmd.extend(c.to_be_bytes());
+    t.xfer(&cmd);
+}
+
+#[test]
+fn crc_instructions_and_crc_error_flags() {
+    let mut t = T::new();
+    t.ready();
+    let (data, got, mine) = crc_read(&mut t, C1CON, 4);
+    assert_eq!(data, C1CON_RESET.to_le_bytes());
+    assert_eq!(got, mine, "READ_CRC: CRC over command, length and data");
+    // RAM lengths count words.
+    let (data, got, mine) = crc_read(&mut t, 0x400, 2);
+    assert_eq!((data.len(), got), (8, mine));
+    // A good WRITE_CRC writes and flags nothing.
+    crc_write(&mut t, C1NBTCFG, &0x0001_1E07u32.to_le_bytes(), false);
+    assert_eq!(t.read(C1NBTCFG), 0x0001_1E07);
+    assert_eq!(t.read(CRC) & (CRC_CRCERRIF | CRC_FERRIF), 0);
+    // A bad CRC sets CRCERRIF (and, enabled, SPICRCIF and INT).
+    t.write(CRC, CRC_CRCERRIE);
+    t.write(C1INT, INT_SPICRCIF << 16);
+    crc_write(&mut t, C1DBTCFG, &[1, 2, 3, 4], true);
+    assert_ne!(t.read(CRC) & CRC_CRCERRIF, 0);
+    assert_ne!(t.read(C1INT) & INT_SPICRCIF, 0);
+    assert!(!t.dev.int_pin().is_high());
+    t.write(CRC, CRC_CRCERRIE); // clear the flag
+    assert_eq!(t.read(CRC) & CRC_CRCERRIF, 0);
+    assert!(t.dev.int_pin().is_high());
+    // A short CRC access is a format error.
+    t.xfer(&[0xA0, 0x04, 4, 1, 2]);
+    assert_ne!(t.read(CRC) & CRC_FERRIF, 0);
+    // WRITE_SAFE writes only with a good CRC.
+    let safe = |t: &mut T, addr: u16, data: &[u8], bad: bool| {
+        let mut cmd = vec![0xC0 | (addr >> 8) as u8, addr as u8];
+        cmd.extend(data);
+        let c = crc16(&cmd) ^ u16::from(bad);
+        cmd.extend(c.to_be_bytes());
+        t.xfer(&cmd);
+    };
+    safe(&mut t, c1fltobj(0), &[0x11], true);
+    assert_eq!(t.read(c1fltobj(0)), 0);
+    safe(&mut t, c1fltobj(0), &[0x11], false);
+    assert_eq!(t.read(c1fltobj(0)), 0x11, "one byte for a register");
+    safe(&mut t, 0x400, &[1, 2, 3, 4], true);
+    assert_ne!(t.read(0x400), 0x0403_0201);
+    safe(&mut t, 0x400, &[1, 2, 3, 4], false);
+    assert_eq!(t.read(0x400), 0x0403_0201, "one word for RAM");
+    // Bit flips on the wire: MOSI caught by the device, MISO by the host.
+    t.write(CRC, 0);
+    t.dev.flip_mosi(1, 0x01);
+    crc_write(&mut t, 0x404, &[1, 2, 3, 4], false);
+    assert_ne!(t.read(CRC) & CRC_CRCERRIF, 0);
+    t.dev.flip_miso(1, 0x80);
+    let (_, got, mine) = crc_read(&mut t, C1CON, 4);
+    assert_ne!(got, mine);
+    assert_eq!(t.dev.stats().spi_crc_errors, 4);
+}
+
+/// TEF 4 deep, TXQ 4 × 8 bytes, FIFO1 RX 4 × 8 bytes with timestamps, filter 0 → FIFO1 for everything.
+fn setup_fifos(t: &mut T) {
+    t.write(C1TEFCON, (3 << 24) | TEFCON_TEFNEIE);
+    t.write(C1TXQCON, (3 << 24) | FIFOCON_TXEN);
+    t.write(c1fifocon(1), (3 << 24) | FIFOCON_TFNRFNIE | FIFOCON_RXOVIE | FIFOCON_RXTSEN);
+    t.write(c1fltobj(0), 0);
+    t.write(c1mask(0), 0);
+    t.write(c1fltcon(0), u32::from(FLTCON_FLTEN | 1));
+    t.write(C1TSCON, TSCON_TBCEN | 39); // 1 µs ticks at 40 MHz
+    t.write(C1INT, (INT_RXIF | INT_TEFIF | INT_RXOVIF | INT_CERRIF) << 16);
+}
+
+fn queue_txq(t: &mut T, id: u32, ide: bool, data: &[u8; 8], seq: u32) {
+    let ua = t.read(C1TXQUA);
+    let idw = if ide { ((id >> 18) & 0x7FF) | ((id & 0x3FFFF) << 11) } else { id };
+    let flags = 8 | if ide { OBJ_FLAGS_IDE } else { 0 } | (seq << OBJ_FLAGS_SEQ_SHIFT);
+    let mut b = vec![0x20 | ((0x400 + ua) >> 8) as u8, (0x400 + ua) as u8];
+    b.extend(idw.to_le_bytes());
+    b.extend(flags.to_le_bytes());
+    b.extend(data);
+    t.xfer(&b);
+    t.write_byte(C1TXQCON + 1, ((FIFOCON_UINC | FIFOCON_TXREQ) >> 8) as u8);
+}
+
+#[test]
+fn ram_layout_follows_fifo_configuration() {
+    let mut t = T::new();
+    t.ready();
+    setup_fifos(&mut t);
+    assert_eq!(t.read(C1TEFUA), 0);
+    assert_eq!(t.read(C1TXQUA), 4 * 8, "after the TEF: 4 objects of 8 bytes");
+    assert_eq!(t.read(c1fifoua(1)), 32 + 4 * 16, "after the TXQ: 4 objects of 8 + 8 bytes");
+    assert_eq!(t.read(c1fifoua(2)), 32 + 64 + 4 * 20, "RX objects with timestamp: 12 + 8 bytes");
+    assert!(!t.dev.ram_overflow());
+}
+
+#[test]
+fn internal_loopback_fills_rx_fifo_and_tef_and_uinc_drains_them() {
+    let mut t = T::new();
+    t.ready();
+    setup_fifos(&mut t);
+    t.set_mode(MODE_INTERNAL_LOOPBACK);
+    let tbc0 = t.read(C1TBC);
+    queue_txq(&mut t, 0x123, false, &[1, 2, 3, 4, 5, 6, 7, 8], 5);
+    queue_txq(&mut t, 0x1ABC_DEF0, true, &[9; 8], 6);
+    t.wait_for(|t| (t.read(c1fifosta(1)) >> 8) & 0x1F == 2 && t.read(C1TEFSTA) & TEFSTA_TEFHIF != 0);
+    let at = t.later(0);
+    assert!(!t.dev.int_pin().is_high(), "RX and TEF interrupts pending");
+    let sta = t.read(c1fifosta(1));
+    assert_eq!(sta & FIFOSTA_TFNRFNIF, FIFOSTA_TFNRFNIF);
+    assert_eq!((sta >> 8) & 0x1F, 2, "FIFOCI: next object the FIFO writes");
+    assert_eq!(t.read(C1RXIF), 1 << 1);
+    let vec = t.read(C1VEC);
+    assert_eq!((vec & 0x7F, (vec >> 24) & 0x7F), (0x49, 1), "ICOD: TEF (0x49) outranks FIFO 1; RXCODE: FIFO 1");
+    // RX object 0: ID, flags (DLC 8, FILHIT 0), timestamp, data.
+    let ua = u16::try_from(t.read(c1fifoua(1))).unwrap();
+    let r = t.xfer(&[0x30 | ((0x400 + ua) >> 8) as u8, (0x400 + ua) as u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    let w = |i: usize| u32::from_le_bytes([r[2 + i], r[3 + i], r[4 + i], r[5 + i]]);
+    assert_eq!(w(0), 0x123);
+    assert_eq!(w(4) & 0xFFF, 8);
+    let ts = w(8).wrapping_sub(tbc0);
+    assert!(ts < 5_000, "timestamp {ts} µs after TBC0");
+    assert_eq!(&r[14..22], &[1, 2, 3, 4, 5, 6, 7, 8]);
+    // The lower ID went first; the extended frame is object 1.
+    t.write_byte(c1fifocon(1) + 1, (FIFOCON_UINC >> 8) as u8);
+    let ua1 = u16::try_from(t.read(c1fifoua(1))).unwrap();
+    assert_eq!(ua1, ua + 20);
+    let r = t.xfer(&[0x30 | ((0x400 + ua1) >> 8) as u8, (0x400 + ua1) as u8, 0, 0, 0, 0, 0, 0, 0, 0]);
+    let idw = u32::from_le_bytes([r[2], r[3], r[4], r[5]]);
+    let flags = u32::from_le_bytes([r[6], r[7], r[8], r[9]]);
+    assert_eq!(((idw & 0x7FF) << 18) | ((idw >> 11) & 0x3FFFF), 0x1ABC_DEF0);
+    assert_ne!(flags & OBJ_FLAGS_IDE, 0);
+    t.write_byte(c1fifocon(1) + 1, (FIFOCON_UINC >> 8) as u8);
+    assert_eq!(t.read(C1RXIF), 0);
+    // TEF: two events with the sequence numbers, in transmit order.
+    assert_eq!(t.read(C1TEFSTA) & TEFSTA_TEFNEIF, TEFSTA_TEFNEIF);
+    for seq in [5, 6] {
+        let tua = u16::try_from(t.read(C1TEFUA)).unwrap();
+        let r = t.xfer(&[0x30 | ((0x400 + tua) >> 8) as u8, (0x400 + tua) as u8, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(u32::from_le_bytes([r[6], r[7], r[8], r[9]]) >> OBJ_FLAGS_SEQ_SHIFT, seq);
+        t.write_byte(C1TEFCON + 1, (TEFCON_UINC >> 8) as u8);
+    }
+    assert_eq!(t.read(C1TEFSTA) & TEFSTA_TEFNEIF, 0);
+    assert!(t.dev.int_pin().is_high(), "all sources cleared: INT released");
+    assert_eq!(t.read(C1TXQSTA) & FIFOSTA_TFERFFIF, FIFOSTA_TFERFFIF, "TXQ empty");
+    assert_eq!(t.read(C1TXREQ), 0);
+    assert!(t.t >= at);
+}
+
+struct Edges(Mutex<Vec<(bool, Instant)>>);
+impl PinSink for Edges {
+    fn drive(&self, high: bool, at: Instant) {
+        self.0.lock().unwrap().push((high, at));
+    }
+}
+
+fn on_bus(t: &mut T, bus: &Bus) {
+    t.dev.attach_to_bus(bus, "mcp");
+    // 1 Mbit/s nominal at 40 MHz: BRP 0, 40 TQ (TSEG1 29+1, TSEG2 8+1); data 2 Mbit/s: 20 TQ.
+    t.write(C1NBTCFG, (29 << 16) | (8 << 8) | 8);
+    t.write(C1DBTCFG, (14 << 16) | (3 << 8) | 3);
+}
+
+#[test]
+fn received_frame_lowers_int_at_eof_plus_store_delay() {
+    let mut t = T::new();
+    let bus = Bus::new(&t.lab, "can0", BitRates::new(1_000_000, 2_000_000)).unwrap();
+    let rec = Recorder::attach(&bus, 16);
+    t.ready();
+    on_bus(&mut t, &bus);
+    setup_fifos(&mut t);
+    t.set_mode(MODE_NORMAL_FD);
+    let edges = Arc::new(Edges(Mutex::new(Vec::new())));
+    t.dev.int_pin().connect(edges.clone(), now());
+    let data = [0xDE, 0xAD, 0xBE, 0xEF, 0, 1, 2, 3];
+    let mut fixed = [0u8; 64];
+    fixed[..8].copy_from_slice(&data);
+    let gen = Generator::attach(&bus, "gen", GeneratorConfig { count: 1, gap_ns: 0, data: DataMode::Fixed(fixed), ..Default::default() }).unwrap();
+    gen.start(now());
+    assert!(gen.wait_done(Duration::from_secs(5)), "the model acknowledges");
+    t.wait_for(|t| t.read(C1RXIF) != 0);
+    let eof = rec.records()[0].stamp.eof;
+    let e = edges.0.lock().unwrap().clone();
+    assert_eq!(e.iter().find(|(h, _)| !h).map(|x| x.1), Some(eof.add_ns(1_000)), "INT falls 1 µs after EOF");
+    let ua = u16::try_from(t.read(c1fifoua(1))).unwrap();
+    let r = t.xfer(&[0x30 | ((0x400 + ua) >> 8) as u8, (0x400 + ua) as u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(u32::from_le_bytes([r[2], r[3], r[4], r[5]]), 0x077);
+    assert_eq!(&r[14..22], &data);
+    t.write_byte(c1fifocon(1) + 1, (FIFOCON_UINC >> 8) as u8);
+    assert!(t.dev.int_pin().is_high());
+    let rise = edges.0.lock().unwrap().last().copied().unwrap();
+    assert!(rise.0 && rise.1 == t.t, "INT rises at the UINC byte");
+    assert_eq!(t.read(C1TREC) & 0xFFFF, 0);
+}
+
+#[test]
+fn filters_and_masks_route_frames() {
+    let mut t = T::new();
+    let bus = Bus::new(&t.lab, "can0", BitRates::new(1_000_000, 2_000_000)).unwrap();
+    t.ready();
+    on_bus(&mut t, &bus);
+    t.write(c1fifocon(1), 3 << 24);
+    t.write(c1fifocon(2), 3 << 24);
+    // Filter 0: standard 0x100..=0x10F (mask 0x7F0) → FIFO 1; filter 1: extended only, exact → FIFO 2.
+    t.write(c1fltobj(0), 0x100);
+    t.write(c1mask(0), MASK_MIDE | 0x7F0);
+    t.write(c1fltobj(1), FLTOBJ_EXIDE | 0x155 | (0x2AAAA << 11));
+    t.write(c1mask(1), MASK_MIDE | 0x1FFF_FFFF);
+    t.write(c1fltcon(0), u32::from(FLTEN1 | 1) | (u32::from(FLTEN1 | 2) << 8));
+    t.set_mode(MODE_NORMAL_FD);
+    let ids = [CanId::Standard(0x105), CanId::Standard(0x205), CanId::Extended((0x155 << 18) | 0x2AAAA), CanId::Extended(0x105)];
+    for id in ids {
+        let g = Generator::attach(&bus, "g", GeneratorConfig { id, count: 1, gap_ns: 0, ..Default::default() }).unwrap();
+        g.start(now());
+        assert!(g.wait_done(Duration::from_secs(5)));
+    }
+    t.wait_for(|t| t.dev.stats().rx_frames == 4);
+    let count = |t: &mut T, m| (t.read(c1fifosta(m)) >> 8) & 0x1F;
+    assert_eq!((count(&mut t, 1), count(&mut t, 2)), (1, 1));
+    let s = t.dev.stats();
+    assert_eq!((s.rx_frames, s.rx_stored, s.rx_unmatched), (4, 2, 2));
+    // FILHIT of the FIFO 2 object names filter 1.
+    let ua = u16::try_from(t.read(c1fifoua(2))).unwrap();
+    let r = t.xfer(&[0x30 | ((0x404 + ua) >> 8) as u8, (0x404 + ua) as u8, 0, 0, 0, 0]);
+    assert_eq!((u32::from_le_bytes([r[2], r[3], r[4], r[5]]) >> OBJ_FLAGS_FILHIT_SHIFT) & 0x1F, 1);
+}
+
+const FLTEN1: u8 = FLTCON_FLTEN;
+
+#[test]
+fn full_rx_fifo_overflows_and_counts() {
+    let mut t = T::new();
+    let bus = Bus::new(&t.lab, "can0", BitRates::new(1_000_000, 2_000_000)).unwrap();
+    t.ready();
+    on_bus(&mut t, &bus);
+    t.write(c1fifocon(1), (1 << 24) | FIFOCON_RXOVIE);
+    t.write(c1fltcon(0), u32::from(FLTCON_FLTEN | 1));
+    t.write(C1INT, INT_RXOVIF << 16);
+    t.set_mode(MODE_NORMAL_FD);
+    let g = Generator::attach(&bus, "g", GeneratorConfig { count: 3, gap_ns: 0, ..Default::default() }).unwrap();
+    g.start(now());
+    assert!(g.wait_done(Duration::from_secs(5)));
+    t.wait_for(|t| t.read(c1fifosta(1)) & FIFOSTA_RXOVIF != 0);
+    assert_ne!(t.read(c1fifosta(1)) & FIFOSTA_TFERFFIF, 0, "full");
+    assert_eq!(t.read(C1RXOVIF), 1 << 1);
+    assert_ne!(t.read(C1INT) & INT_RXOVIF, 0);
+    assert_eq!(t.read(C1VEC) & 0x7F, 0x43);
+    assert!(!t.dev.int_pin().is_high());
+    assert_eq!(t.dev.stats().rx_overflows, 1);
+    t.write_byte(c1fifosta(1), 0); // clear RXOVIF
+    assert_eq!(t.read(C1INT) & INT_RXOVIF, 0);
+    assert!(t.dev.int_pin().is_high());
+}
+
+#[test]
+fn lone_transmitter_counts_errors_and_one_shot_aborts() {
+    let mut t = T::new();
+    let bus = Bus::new(&t.lab, "can0", BitRates::new(1_000_000, 2_000_000)).unwrap();
+    t.ready();
+    on_bus(&mut t, &bus);
+    setup_fifos(&mut t);
+    let con = t.read(C1CON);
+    t.write(C1CON, con | CON_RTXAT);
+    t.write(C1TXQCON, (3 << 24) | FIFOCON_TXATIE); // TXAT = 0: one attempt
+    t.write(C1INT, (INT_TXATIF | INT_CERRIF) << 16);
+    t.set_mode(MODE_NORMAL_FD);
+    queue_txq(&mut t, 0x42, false, &[0; 8], 1);
+    t.wait_for(|t| t.read(C1TXQSTA) & FIFOSTA_TXATIF != 0);
+    let sta = t.read(C1TXQSTA);
+    assert_ne!(sta & FIFOSTA_TXATIF, 0, "sta {sta:#x} {:?} {:#x}", t.dev.stats(), t.read(C1TXQCON));
+    assert_ne!(sta & FIFOSTA_TXABT, 0);
+    assert_ne!(sta & FIFOSTA_TXERR, 0);
+    assert_eq!(t.read(C1TXREQ), 0);
+    assert_eq!(t.read(C1TXATIF), 1);
+    assert_eq!((t.read(C1TREC) >> 8) & 0xFF, 8, "one ACK error: TEC 8");
+    assert_ne!(t.read(C1BDIAG1) & BDIAG1_NACKERR, 0);
+    assert_ne!(t.read(C1INT) & INT_CERRIF, 0);
+    assert_eq!(t.read(C1VEC) & 0x7F, 0x4A);
+    // Bus-off through the backdoor.
+    t.dev.force_bus_off(now());
+    let trec = t.read(C1TREC);
+    assert_ne!(trec & TREC_TXBO, 0);
+    assert_eq!(bus.error_counters(NodeId(0)).state(), ErrorState::BusOff);
+}
+
+#[test]
+fn echo_through_the_model_on_the_bus() {
+    let mut t = T::new();
+    let bus = Bus::new(&t.lab, "can0", BitRates::new(1_000_000, 2_000_000)).unwrap();
+    let rec = Recorder::attach(&bus, 16);
+    t.ready();
+    on_bus(&mut t, &bus);
+    setup_fifos(&mut t);
+    t.set_mode(MODE_NORMAL_CAN20);
+    let g = Generator::attach(&bus, "g", GeneratorConfig { count: 0, ..Default::default() }).unwrap();
+    queue_txq(&mut t, 0x77, false, &[7; 8], 9);
+    let txreq_at = t.t;
+    t.wait_for(|t| t.read(C1TEFSTA) & TEFSTA_TEFNEIF != 0);
+    let r = rec.records();
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].error, None);
+    assert_eq!(r[0].stamp.sof, txreq_at.add_ns(2_000), "SOF 2 µs after the TXREQ byte");
+    assert_eq!(g.frames_received(), 1);
+    assert_eq!(t.read(C1TEFSTA) & TEFSTA_TEFNEIF, TEFSTA_TEFNEIF);
+}
+
+use std::sync::{Arc, Mutex};
+use crate::can::NodeId;

@@ -1,0 +1,317 @@
+//! Transmission (TXQ/FIFO selection, completion, TEF) and reception
+//! (filters, RX objects) of the controller.
+
+use super::core::{Core, Event};
+use super::fifo::{flags_word, id_word, word_id};
+use super::regs::*;
+use super::Mode;
+use crate::can::{dlc_to_len, BusError, ErrorCounters, Frame, FrameBits, FrameStamp, TxOutcome};
+use wirespeed_time::Instant;
+
+impl Core {
+    // ---------------------------------------------------------------- transmit
+
+    pub(super) fn fifo_enabled_for_tx(&self, m: usize) -> bool {
+        let f = &self.fifos[m];
+        f.is_tx() && (m != 0 || self.con & CON_TXQEN != 0)
+    }
+
+    /// The next slot a TX FIFO / the TXQ would send.
+    pub(super) fn tx_slot(&self, m: usize) -> Option<u8> {
+        let f = &self.fifos[m];
+        if f.count == 0 {
+            return None;
+        }
+        if m != 0 {
+            return Some(f.tail);
+        }
+        (0..f.depth())
+            .filter(|s| f.pending & (1 << s) != 0)
+            .min_by_key(|&s| {
+                let base = f.obj_addr(s);
+                let fr = self.frame_at(base, f.payload()).0;
+                (fr.arbitration_key(), s)
+            })
+    }
+
+    /// Builds the frame of the TX object at RAM offset `base`.
+    pub(super) fn frame_at(&self, base: usize, payload: u16) -> (Frame, u32, bool) {
+        let idw = self.ram_word(base);
+        let fl = self.ram_word(base + 4);
+        let fd = fl & OBJ_FLAGS_FDF != 0 && self.mode != Mode::NormalCan20;
+        let mut brs = fl & OBJ_FLAGS_BRS != 0 && self.con & CON_BRSDIS == 0;
+        if !fd {
+            brs = false;
+        }
+        let passive = self.counters.tec > 127 || self.counters.rec > 127;
+        let esi = if self.con & CON_ESIGM != 0 { fl & OBJ_FLAGS_ESI != 0 || passive } else { passive };
+        let dlc = (fl & OBJ_FLAGS_DLC_MASK) as u8;
+        let len = dlc_to_len(dlc, fd);
+        let mut data = [0u8; 64];
+        let n = len.min(usize::from(payload));
+        for (i, d) in data[..n].iter_mut().enumerate() {
+            *d = self.ram.get(base + 8 + i).copied().unwrap_or(0);
+        }
+        let f = Frame::from_parts(word_id(idw, fl & OBJ_FLAGS_IDE != 0), fd, brs, esi, fl & OBJ_FLAGS_RTR != 0, dlc, &data[..len]);
+        (f, fl, len > usize::from(payload))
+    }
+
+    /// The highest-priority message ready at `at`: (fifo, slot, frame).
+    pub(super) fn tx_candidate(&mut self, at: Instant) -> Option<(usize, u8, Frame)> {
+        let mut best: Option<(u32, usize, u8)> = None;
+        for m in 0..32 {
+            let f = &self.fifos[m];
+            if !self.fifo_enabled_for_tx(m) || !f.txreq || f.count == 0 || f.ready_at > at {
+                continue;
+            }
+            let Some(slot) = self.tx_slot(m) else { continue };
+            let pri = (f.con >> FIFOCON_TXPRI_SHIFT) & 0x1F;
+            if best.is_none_or(|(p, _, _)| pri > p) {
+                best = Some((pri, m, slot));
+            }
+        }
+        let (_, m, slot) = best?;
+        let f = self.fifos[m];
+        let (frame, _, mismatch) = self.frame_at(f.obj_addr(slot), f.payload());
+        if mismatch {
+            self.bdiag1 |= BDIAG1_DLCMM;
+            self.int_flags |= INT_IVMIF;
+        }
+        Some((m, slot, frame))
+    }
+
+    pub(super) fn token(&self, m: usize, slot: u8) -> u64 {
+        (u64::from(self.fifos[m].gen) << 16) | ((m as u64) << 8) | u64::from(slot)
+    }
+
+    /// Tells the bus (or the internal loopback) when the next message is ready.
+    pub(super) fn kick(&mut self, at: Instant) {
+        let ready = (0..32)
+            .filter(|&m| self.fifo_enabled_for_tx(m) && self.fifos[m].txreq && self.fifos[m].count > 0)
+            .map(|m| self.fifos[m].ready_at)
+            .min();
+        let Some(ready) = ready else { return };
+        match self.mode {
+            Mode::InternalLoopback => self.internal_tx(ready.max(at)),
+            m if Self::is_bus_mode(m) && m != Mode::ListenOnly && m != Mode::Restricted => {
+                if let Some((bus, _)) = &self.bus {
+                    bus.request(ready);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn internal_tx(&mut self, at: Instant) {
+        if self.internal_inflight {
+            return;
+        }
+        let start = at.max(self.internal_idle_at);
+        let Some((m, slot, frame)) = self.tx_candidate(start) else { return };
+        let rates = self.bit_rates();
+        let fb = FrameBits::encode(&frame);
+        let eof = start.add_ns(fb.duration_ns(rates));
+        self.internal_idle_at = eof.add_ns(rates.nominal_ns(3));
+        self.internal_inflight = true;
+        let stamp = FrameStamp { sof: start, eof };
+        let token = self.token(m, slot);
+        let t = eof.add_ns(self.cfg.store_delay_ns);
+        self.push_event(t, Event::TxDone { token, outcome: TxOutcome::Sent, stamp });
+        self.push_event(t, Event::Rx { frame, stamp });
+    }
+
+    pub(super) fn lost_arbitration(&mut self, token: u64) {
+        let m = ((token >> 8) & 0xFF) as usize;
+        if m < 32 && u64::from(self.fifos[m].gen) == token >> 16 {
+            self.fifos[m].sta |= FIFOSTA_TXLARB;
+        }
+    }
+
+    pub(super) fn tx_done_from_bus(&mut self, token: u64, outcome: TxOutcome, stamp: FrameStamp) {
+        let at = stamp.eof.add_ns(self.cfg.store_delay_ns);
+        self.push_event(at, Event::TxDone { token, outcome, stamp });
+    }
+
+    pub(super) fn tx_finished(&mut self, token: u64, outcome: TxOutcome, stamp: FrameStamp, at: Instant) {
+        let m = ((token >> 8) & 0xFF) as usize;
+        let slot = (token & 0xFF) as u8;
+        if self.mode == Mode::InternalLoopback {
+            self.internal_inflight = false;
+        }
+        if m >= 32 || u64::from(self.fifos[m].gen) != token >> 16 {
+            self.kick(at);
+            return;
+        }
+        match outcome {
+            TxOutcome::Sent => {
+                let f = self.fifos[m];
+                let base = f.obj_addr(slot);
+                let (frame, flags, _) = self.frame_at(base, f.payload());
+                if self.con & CON_STEF != 0 {
+                    self.store_tef(&frame, flags, stamp);
+                }
+                let f = &mut self.fifos[m];
+                if m == 0 {
+                    f.pending &= !(1 << slot);
+                } else {
+                    f.tail = (f.tail + 1) % f.depth();
+                }
+                f.count = f.count.saturating_sub(1);
+                f.attempts = 0;
+                if f.count == 0 {
+                    f.txreq = false;
+                }
+                self.stats.tx_frames += 1;
+                self.bdiag1 = (self.bdiag1 & !0xFFFF) | ((self.bdiag1 + 1) & 0xFFFF);
+                if self.mode == Mode::ExternalLoopback {
+                    self.receive(&frame, stamp, at);
+                }
+            }
+            TxOutcome::LostArbitration => {}
+            TxOutcome::Error(e) => {
+                self.bdiag1 |= match e {
+                    BusError::Ack => BDIAG1_NACKERR,
+                    BusError::Bit => BDIAG1_NBIT1ERR,
+                    BusError::Crc => BDIAG1_NACKERR,
+                    BusError::Form => BDIAG1_NFORMERR,
+                };
+                self.int_flags |= INT_CERRIF;
+                let rtxat = self.con & CON_RTXAT != 0;
+                let f = &mut self.fifos[m];
+                f.sta |= FIFOSTA_TXERR;
+                f.attempts = f.attempts.saturating_add(1);
+                let limit = match (f.con >> FIFOCON_TXAT_SHIFT) & 3 {
+                    0 => Some(1),
+                    1 => Some(3),
+                    _ => None,
+                };
+                if rtxat && limit.is_some_and(|l| f.attempts >= l) {
+                    f.txreq = false;
+                    f.attempts = 0;
+                    f.sta |= FIFOSTA_TXATIF | FIFOSTA_TXABT;
+                }
+            }
+        }
+        self.kick(at);
+    }
+
+    pub(super) fn store_tef(&mut self, frame: &Frame, tx_flags: u32, stamp: FrameStamp) {
+        let t = self.tef;
+        if t.full() {
+            self.tef.sta |= TEFSTA_TEFOVIF;
+            return;
+        }
+        let base = t.obj_addr(t.head);
+        let seq = tx_flags & !((1 << OBJ_FLAGS_SEQ_SHIFT) - 1);
+        self.set_ram_word(base, id_word(frame.id()));
+        self.set_ram_word(base + 4, flags_word(frame) | seq);
+        if self.tef.con & TEFCON_TEFTSEN != 0 {
+            let ts = self.stamp_tbc(stamp);
+            self.set_ram_word(base + 8, ts);
+        }
+        self.tef.head = (t.head + 1) % t.depth();
+        self.tef.count += 1;
+    }
+
+    pub(super) fn stamp_tbc(&self, stamp: FrameStamp) -> u32 {
+        self.tbc(if self.tscon & TSCON_TSEOF != 0 { stamp.eof } else { stamp.sof })
+    }
+
+    // ---------------------------------------------------------------- receive
+
+    pub(super) fn rx_from_bus(&mut self, frame: &Frame, stamp: FrameStamp) {
+        let at = stamp.eof.add_ns(self.cfg.store_delay_ns);
+        self.push_event(at, Event::Rx { frame: *frame, stamp });
+    }
+
+    pub(super) fn filter_match(&self, frame: &Frame) -> Option<(usize, usize)> {
+        let idw = id_word(frame.id());
+        let ext = frame.id().is_extended();
+        for n in 0..32 {
+            let c = self.fltcon[n];
+            if c & FLTCON_FLTEN == 0 {
+                continue;
+            }
+            let obj = self.fltobj[n];
+            let mask = self.mask[n];
+            if mask & MASK_MIDE != 0 && (obj & FLTOBJ_EXIDE != 0) != ext {
+                continue;
+            }
+            let idmask = if ext { 0x1FFF_FFFF & !FLTOBJ_SID11 } else { OBJ_ID_SID_MASK };
+            if (obj ^ idw) & mask & idmask != 0 {
+                continue;
+            }
+            return Some((n, usize::from(c & 0x1F)));
+        }
+        None
+    }
+
+    pub(super) fn receive(&mut self, frame: &Frame, stamp: FrameStamp, _at: Instant) {
+        if matches!(self.mode, Mode::Config | Mode::Sleep) {
+            return;
+        }
+        self.stats.rx_frames += 1;
+        let Some((filter, m)) = self.filter_match(frame) else {
+            self.stats.rx_unmatched += 1;
+            return;
+        };
+        if m == 0 || self.fifos[m].is_tx() {
+            self.stats.rx_unmatched += 1;
+            return;
+        }
+        let f = self.fifos[m];
+        if f.full() {
+            self.fifos[m].sta |= FIFOSTA_RXOVIF;
+            self.stats.rx_overflows += 1;
+            return;
+        }
+        let base = f.obj_addr(f.head);
+        self.set_ram_word(base, id_word(frame.id()));
+        self.set_ram_word(base + 4, flags_word(frame) | ((filter as u32) << OBJ_FLAGS_FILHIT_SHIFT));
+        let mut off = base + 8;
+        if f.con & FIFOCON_RXTSEN != 0 {
+            let ts = self.stamp_tbc(stamp);
+            self.set_ram_word(off, ts);
+            off += 4;
+        }
+        let n = frame.len().min(usize::from(f.payload()));
+        if frame.len() > n {
+            self.bdiag1 |= BDIAG1_DLCMM;
+        }
+        if frame.esi() {
+            self.bdiag1 |= BDIAG1_ESI;
+        }
+        for (i, b) in frame.data()[..n].iter().enumerate() {
+            if let Some(r) = self.ram.get_mut(off + i) {
+                *r = *b;
+            }
+        }
+        let f = &mut self.fifos[m];
+        f.head = (f.head + 1) % f.depth();
+        f.count += 1;
+        self.stats.rx_stored += 1;
+        self.bdiag1 = (self.bdiag1 & !0xFFFF) | ((self.bdiag1 + 1) & 0xFFFF);
+    }
+
+    pub(super) fn bus_error_seen(&mut self, e: BusError) {
+        self.int_flags |= INT_CERRIF;
+        self.bdiag1 |= match e {
+            BusError::Crc => BDIAG1_NCRCERR,
+            BusError::Form => BDIAG1_NFORMERR,
+            BusError::Bit => BDIAG1_NBIT0ERR,
+            BusError::Ack => 0,
+        };
+    }
+
+    pub(super) fn counters_changed(&mut self, c: ErrorCounters) {
+        let before = self.counters;
+        self.counters = c;
+        if c.tec > 255 {
+            self.bdiag1 |= BDIAG1_TXBOERR;
+        }
+        if before.state() != c.state() || (c.tec >= 96) != (before.tec >= 96) || (c.rec >= 96) != (before.rec >= 96) {
+            self.int_flags |= INT_CERRIF;
+        }
+    }
+
+}
