@@ -39,7 +39,9 @@ use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use wirespeed::backend::lab::gpio::open;
-use wirespeed::gpio::{AccessGuard, Chip, GpioError, Interlock, LineRequest, LineSettings, RequestConfig, Revocable, Unguarded};
+use wirespeed::gpio::{
+    AccessGuard, Chip, GpioError, Interlock, LineRequest, LineSettings, RequestConfig, Revocable, Unguarded,
+};
 use wirespeed_lab::gpio::{GpioChip, GpioChipConfig};
 use wirespeed_lab::{Lab, LabConfig, PinSink};
 use wirespeed_time::{now, Instant};
@@ -327,10 +329,7 @@ impl GpioReport {
                 spi_cs::SPEED_HZ / 1_000_000,
                 t.render()
             ));
-            out.push_str(&format!(
-                "GpioCs edge {:.2} ns vs bare line write {:.2} ns\n",
-                s.cs_set_ns, s.line_set_ns
-            ));
+            out.push_str(&format!("GpioCs edge {:.2} ns vs bare line write {:.2} ns\n", s.cs_set_ns, s.line_set_ns));
         }
         out
     }

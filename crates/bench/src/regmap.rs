@@ -224,7 +224,11 @@ impl RegmapReport {
         let m = &self.multi_write;
         let mut t = Table::new(&["measure", "value", "wire"]);
         t.row(vec!["cached read".into(), format!("{:.1} ns", self.cached_read_ns), "-".into()]);
-        t.row(vec!["uncached read".into(), format!("{:.2} µs", self.uncached_read_us), format!("{:.2} µs", self.uncached_wire_us)]);
+        t.row(vec![
+            "uncached read".into(),
+            format!("{:.2} µs", self.uncached_read_us),
+            format!("{:.2} µs", self.uncached_wire_us),
+        ]);
         t.row(vec![
             format!("multi_write {} regs ({} msg, {} CS)", m.registers, m.messages, m.cs_windows),
             format!("{:.2} µs", m.elapsed_us),
@@ -245,7 +249,8 @@ mod tests {
 
     #[test]
     fn small_run_counts_one_message_for_eight_adjacent_registers() {
-        let opts = RegmapOptions { samples: 3, cached_reads: 100, uncached_reads: 5, rounds: 5, ..RegmapOptions::default() };
+        let opts =
+            RegmapOptions { samples: 3, cached_reads: 100, uncached_reads: 5, rounds: 5, ..RegmapOptions::default() };
         let r = run(&opts).unwrap();
         assert_eq!((r.multi_write.messages, r.multi_write.cs_windows), (1, 1));
         assert_eq!(r.multi_write.separate_writes_messages, 8);

@@ -26,10 +26,7 @@ impl ProcessUsage {
         // SAFETY: `ru` is a valid, writable rusage.
         unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
         let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-        ProcessUsage {
-            cpu_ns: tv(ru.ru_utime) + tv(ru.ru_stime),
-            ctx_switches: (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
-        }
+        ProcessUsage { cpu_ns: tv(ru.ru_utime) + tv(ru.ru_stime), ctx_switches: (ru.ru_nvcsw + ru.ru_nivcsw) as u64 }
     }
 
     /// Usage since `earlier`.

@@ -33,7 +33,8 @@ pub enum LabCommand {
 pub fn run(cmd: LabCommand) -> Result<(), String> {
     match cmd {
         LabCommand::Trace { policy, count, size, hz, out } => {
-            let p = Policy::by_name(&policy).ok_or_else(|| format!("unknown policy {policy:?}: use fast or classic"))?;
+            let p =
+                Policy::by_name(&policy).ok_or_else(|| format!("unknown policy {policy:?}: use fast or classic"))?;
             let trace = wirespeed_bench::spi::trace_sample(p, size, hz, count)?;
             write_file(&out, &trace)?;
             eprintln!("wrote {} events ({} messages, {policy}) to {}", trace.events.len(), count, out.display());

@@ -36,10 +36,8 @@ pub struct RealtimeArgs {
 impl RealtimeArgs {
     /// What `--realtime` asks for, or `None` without it.
     pub fn options(&self) -> Option<RealtimeOptions> {
-        self.realtime.then(|| RealtimeOptions {
-            cpu_affinity: self.rt_cpus.clone(),
-            ..RealtimeOptions::all(self.rt_priority)
-        })
+        self.realtime
+            .then(|| RealtimeOptions { cpu_affinity: self.rt_cpus.clone(), ..RealtimeOptions::all(self.rt_priority) })
     }
 
     /// Runs the setup if `--realtime` was given, printing one line on stderr

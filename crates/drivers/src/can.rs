@@ -75,12 +75,16 @@ pub enum FrameError {
 impl fmt::Display for FrameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            FrameError::DataTooLong { len, max } => write!(f, "{len} data bytes; this frame kind carries at most {max}"),
+            FrameError::DataTooLong { len, max } => {
+                write!(f, "{len} data bytes; this frame kind carries at most {max}")
+            }
             FrameError::InvalidFdLength { len } => {
                 write!(f, "{len} data bytes is not a CAN FD length; allowed: 0..=8, 12, 16, 20, 24, 32, 48, 64")
             }
             FrameError::InvalidId { id, extended: true } => write!(f, "extended id {id:#x} above {EXTENDED_ID_MAX:#x}"),
-            FrameError::InvalidId { id, extended: false } => write!(f, "standard id {id:#x} above {STANDARD_ID_MAX:#x}"),
+            FrameError::InvalidId { id, extended: false } => {
+                write!(f, "standard id {id:#x} above {STANDARD_ID_MAX:#x}")
+            }
             FrameError::RemoteFd => write!(f, "CAN FD has no remote frames"),
         }
     }
@@ -143,7 +147,17 @@ impl Frame {
         }
         let mut d = [0; 64];
         d[..data.len()].copy_from_slice(data);
-        Ok(Frame { id, len: data.len() as u8, dlc: data.len() as u8, fd: false, brs: false, esi: false, rtr: false, data: d, timestamp: None })
+        Ok(Frame {
+            id,
+            len: data.len() as u8,
+            dlc: data.len() as u8,
+            fd: false,
+            brs: false,
+            esi: false,
+            rtr: false,
+            data: d,
+            timestamp: None,
+        })
     }
 
     /// A classic remote frame asking for `len` (0..=8) bytes.
@@ -244,7 +258,10 @@ mod tests {
         assert_eq!(len_to_dlc(9), None);
         let id = CanId::Extended(0x1234_5678);
         assert_eq!(Frame::fd(id, &[0; 9], false), Err(FrameError::InvalidFdLength { len: 9 }));
-        assert_eq!(Frame::fd(CanId::Extended(0x2000_0000), &[], false), Err(FrameError::InvalidId { id: 0x2000_0000, extended: true }));
+        assert_eq!(
+            Frame::fd(CanId::Extended(0x2000_0000), &[], false),
+            Err(FrameError::InvalidId { id: 0x2000_0000, extended: true })
+        );
         let f = Frame::fd(id, &[7; 12], true).unwrap();
         assert_eq!((f.dlc(), f.len(), f.brs()), (9, 12, true));
         let r = Frame::remote(CanId::Standard(1), 4).unwrap();

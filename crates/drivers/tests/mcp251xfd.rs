@@ -5,6 +5,7 @@ use std::time::Duration;
 use wirespeed::backend::lab::{gpio as labgpio, LabSpi};
 use wirespeed::gpio::{Edge, LineSettings, RequestConfig};
 use wirespeed::spi::{Bus as SpiBus, Policy};
+use wirespeed::time::now;
 use wirespeed_drivers::can::{CanId, Frame};
 use wirespeed_drivers::mcp251xfd::{self, BusState, Config, Error, Filter, Mcp251xfd};
 use wirespeed_lab::can::tools::{Generator, GeneratorConfig, Recorder};
@@ -14,7 +15,6 @@ use wirespeed_lab::gpio::{GpioChip, GpioChipConfig};
 use wirespeed_lab::spi::SpiController;
 use wirespeed_lab::trace::cs_windows;
 use wirespeed_lab::{Lab, LabConfig};
-use wirespeed::time::now;
 
 const INT_LINE: u32 = 5;
 
@@ -75,12 +75,17 @@ fn echo_through_the_driver_with_timestamps() {
     for (crc, tx_timestamps) in [(false, true), (true, true), (false, false)] {
         let mut r = rig(500_000);
         let rec = Recorder::attach(&r.can, 1024);
-        let gen = Generator::attach(&r.can, "cangen", GeneratorConfig { count: 50, gap_ns: 2_000_000, ..Default::default() }).unwrap();
+        let gen =
+            Generator::attach(&r.can, "cangen", GeneratorConfig { count: 50, gap_ns: 2_000_000, ..Default::default() })
+                .unwrap();
         let mut d = driver(&mut r, Config { crc, tx_timestamps, ..cfg(500_000) }).unwrap();
         gen.start(now());
         let mut last_ts = 0;
         for i in 0..50 {
-            let f = d.recv(Some(Duration::from_secs(2))).unwrap().unwrap_or_else(|| panic!("frame {i} never came (crc {crc})"));
+            let f = d
+                .recv(Some(Duration::from_secs(2)))
+                .unwrap()
+                .unwrap_or_else(|| panic!("frame {i} never came (crc {crc})"));
             let ts = f.timestamp.unwrap();
             assert!(ts > last_ts || i == 0, "timestamps increase");
             last_ts = ts;
@@ -93,9 +98,13 @@ fn echo_through_the_driver_with_timestamps() {
         assert_eq!((d.stats().tx_done, d.tx_in_flight()), (50, 0), "every echo completes through the TEF");
         let recs = rec.records();
         let ok = recs.iter().filter(|r| r.error.is_none());
-        let (sent, echoed): (Vec<&wirespeed_lab::can::FrameRecord>, Vec<_>) = ok.partition(|r| r.transmitter == gen.node());
+        let (sent, echoed): (Vec<&wirespeed_lab::can::FrameRecord>, Vec<_>) =
+            ok.partition(|r| r.transmitter == gen.node());
         assert_eq!(echoed.len(), 50);
-        assert!(sent.iter().zip(&echoed).all(|(a, b)| a.frame.data() == b.frame.data()), "echoes carry the payloads in order");
+        assert!(
+            sent.iter().zip(&echoed).all(|(a, b)| a.frame.data() == b.frame.data()),
+            "echoes carry the payloads in order"
+        );
         let s = d.stats();
         assert_eq!((s.rx_frames, s.tx_frames, s.rx_overflows, s.rx_dropped), (50, 50, 0, 0));
         assert_eq!(d.last_tx_timestamp().is_some_and(|t| t > last_ts), tx_timestamps);
@@ -108,7 +117,9 @@ fn echo_through_the_driver_with_timestamps() {
 #[test]
 fn hot_path_uses_few_transfers() {
     let mut r = rig(500_000);
-    let gen = Generator::attach(&r.can, "cangen", GeneratorConfig { count: 3, gap_ns: 2_000_000, ..Default::default() }).unwrap();
+    let gen =
+        Generator::attach(&r.can, "cangen", GeneratorConfig { count: 3, gap_ns: 2_000_000, ..Default::default() })
+            .unwrap();
     let mut d = driver(&mut r, cfg(500_000)).unwrap();
     r.block.trace_start(1 << 16);
     gen.start(now());
@@ -127,7 +138,8 @@ fn hot_path_uses_few_transfers() {
 #[test]
 fn overflow_is_counted_never_silent() {
     let mut r = rig(500_000);
-    let gen = Generator::attach(&r.can, "cangen", GeneratorConfig { count: 12, gap_ns: 0, ..Default::default() }).unwrap();
+    let gen =
+        Generator::attach(&r.can, "cangen", GeneratorConfig { count: 12, gap_ns: 0, ..Default::default() }).unwrap();
     let _peer = Generator::attach(&r.can, "peer", GeneratorConfig { count: 0, ..Default::default() }).unwrap();
     let mut d = driver(&mut r, Config { rx_depth: 4, ..cfg(500_000) }).unwrap();
     gen.start(now());
@@ -152,7 +164,14 @@ fn bus_off_is_reported_and_recovered() {
     let mut d = driver(&mut r, cfg(125_000)).unwrap();
     r.dev.force_bus_off(now());
     let _ = d.recv(Some(Duration::from_millis(2))).unwrap();
-    assert_eq!(d.bus_state(), BusState::BusOff, "{:?} {:?} int high {}", d.stats(), d.error_counters(), r.dev.int_pin().is_high());
+    assert_eq!(
+        d.bus_state(),
+        BusState::BusOff,
+        "{:?} {:?} int high {}",
+        d.stats(),
+        d.error_counters(),
+        r.dev.int_pin().is_high()
+    );
     assert_eq!(d.stats().bus_off_events, 1);
     let f = Frame::classic(CanId::Standard(0x100), &[1, 2]).unwrap();
     assert_eq!(d.send(&f), Err(Error::BusOff));
@@ -173,8 +192,28 @@ fn bus_off_is_reported_and_recovered() {
 #[test]
 fn filters_select_frames() {
     let mut r = rig(500_000);
-    let a = Generator::attach(&r.can, "a", GeneratorConfig { id: wirespeed_lab::can::CanId::Standard(0x100), count: 3, gap_ns: 500_000, ..Default::default() }).unwrap();
-    let b = Generator::attach(&r.can, "b", GeneratorConfig { id: wirespeed_lab::can::CanId::Standard(0x200), count: 3, gap_ns: 500_000, ..Default::default() }).unwrap();
+    let a = Generator::attach(
+        &r.can,
+        "a",
+        GeneratorConfig {
+            id: wirespeed_lab::can::CanId::Standard(0x100),
+            count: 3,
+            gap_ns: 500_000,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let b = Generator::attach(
+        &r.can,
+        "b",
+        GeneratorConfig {
+            id: wirespeed_lab::can::CanId::Standard(0x200),
+            count: 3,
+            gap_ns: 500_000,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let mut d = driver(&mut r, cfg(500_000)).unwrap();
     d.set_filters(&[Filter::exact(CanId::Standard(0x200))]).unwrap();
     a.start(now());
@@ -182,7 +221,10 @@ fn filters_select_frames() {
     let got: Vec<Frame> = d.frames(Duration::from_millis(50)).map(Result::unwrap).collect();
     assert_eq!(got.len(), 3);
     assert!(got.iter().all(|f| f.id() == CanId::Standard(0x200)));
-    assert!(matches!(d.set_filters(&[Filter { id: CanId::Standard(0x7FF), mask: 0xFFFF, match_kind: true }]), Err(Error::InvalidConfig { .. })));
+    assert!(matches!(
+        d.set_filters(&[Filter { id: CanId::Standard(0x7FF), mask: 0xFFFF, match_kind: true }]),
+        Err(Error::InvalidConfig { .. })
+    ));
 }
 
 #[test]

@@ -32,8 +32,8 @@ mod irq;
 mod lab;
 mod pin;
 mod scheduler;
-mod spin;
 pub mod spi;
+mod spin;
 pub mod trace;
 
 pub use irq::IrqLine;

@@ -33,9 +33,7 @@ impl fmt::Debug for Pin {
 impl Pin {
     /// A new net at `initial` level.
     pub fn new(name: &'static str, initial: bool) -> Pin {
-        Pin {
-            inner: Arc::new(Inner { name, level: AtomicBool::new(initial), sinks: Mutex::new(Vec::new()) }),
-        }
+        Pin { inner: Arc::new(Inner { name, level: AtomicBool::new(initial), sinks: Mutex::new(Vec::new()) }) }
     }
 
     /// Connects a sink; it is told the current level at once.

@@ -9,8 +9,8 @@
 //! which wakes the software waiting on it. That wake-up is a real thread
 //! wake-up, as an interrupt is on a real system.
 
-use std::collections::{BinaryHeap, HashMap};
 use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -153,7 +153,10 @@ fn run(shared: &Shared) {
             let left = at.ns_since(t);
             if left > margin.ns() {
                 let wake_at = at.as_ns() - margin.ns();
-                let (g, res) = shared.wake.wait_timeout(st, Duration::from_nanos(left - margin.ns())).unwrap_or_else(|e| e.into_inner());
+                let (g, res) = shared
+                    .wake
+                    .wait_timeout(st, Duration::from_nanos(left - margin.ns()))
+                    .unwrap_or_else(|e| e.into_inner());
                 st = g;
                 if res.timed_out() {
                     margin.observe(now().as_ns().saturating_sub(wake_at));

@@ -194,15 +194,11 @@ fn sleep_then_spin(target: Instant, remaining: u64) {
 /// returned, or the error number (`EINTR`: a signal interrupted it).
 pub(crate) fn sleep_until(at: Instant) -> Result<Instant, i32> {
     let ns = at.as_ns();
-    let ts = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    };
+    let ts =
+        libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long };
     // SAFETY: `ts` is a valid timespec; the remainder pointer may be null with
     // TIMER_ABSTIME.
-    let rc = unsafe {
-        libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut())
-    };
+    let rc = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
     if rc == 0 {
         Ok(now())
     } else {

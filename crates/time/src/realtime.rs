@@ -126,7 +126,9 @@ impl FromStr for CpuList {
         for part in s.split(',') {
             let part = part.trim();
             let (lo, hi) = match part.split_once('-') {
-                Some((a, b)) => (a.trim().parse::<usize>().map_err(|_| bad())?, b.trim().parse::<usize>().map_err(|_| bad())?),
+                Some((a, b)) => {
+                    (a.trim().parse::<usize>().map_err(|_| bad())?, b.trim().parse::<usize>().map_err(|_| bad())?)
+                }
                 None => {
                     let c = part.parse::<usize>().map_err(|_| bad())?;
                     (c, c)

@@ -132,15 +132,15 @@ fn invalid_messages_are_rejected_and_send_nothing() {
             vec![Transfer::write(&[1]), Transfer::write(&[1]).speed_hz(40_000_000)],
             InvalidMessage::SpeedTooHigh { index: Some(1), requested_hz: 40_000_000, max_hz: 20_000_000 },
         ),
-        (
-            vec![Transfer::duplex(&[1, 2], &mut rx3)],
-            InvalidMessage::LengthMismatch { index: 0, tx: 2, rx: 3 },
-        ),
+        (vec![Transfer::duplex(&[1, 2], &mut rx3)], InvalidMessage::LengthMismatch { index: 0, tx: 2, rx: 3 }),
         (
             vec![Transfer::read(&mut rx2).bits_per_word(12)],
             InvalidMessage::UnsupportedBitsPerWord { index: Some(0), bits: 12, supported_mask: 0x8000_8080 },
         ),
-        (vec![Transfer::write(&[1, 2, 3]).bits_per_word(16)], InvalidMessage::PartialWord { index: 0, len: 3, word_bytes: 2 }),
+        (
+            vec![Transfer::write(&[1, 2, 3]).bits_per_word(16)],
+            InvalidMessage::PartialWord { index: 0, len: 3, word_bytes: 2 },
+        ),
         (vec![Transfer::write(&[])], InvalidMessage::EmptyTransfer { index: 0 }),
     ];
     for (mut msg, want) in cases {

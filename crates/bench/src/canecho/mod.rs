@@ -57,7 +57,15 @@ pub struct CanechoOptions {
 
 impl Default for CanechoOptions {
     fn default() -> Self {
-        CanechoOptions { frames: 1000, len: 8, id: 0x077, gap_us: 10_000, bitrate: 250_000, load_frames: 20_000, echo_id_offset: -1 }
+        CanechoOptions {
+            frames: 1000,
+            len: 8,
+            id: 0x077,
+            gap_us: 10_000,
+            bitrate: 250_000,
+            load_frames: 20_000,
+            echo_id_offset: -1,
+        }
     }
 }
 
@@ -143,7 +151,10 @@ pub fn run(o: &CanechoOptions) -> Result<CanechoReport, String> {
     let tc = run::timed(Policy::classic(), "spiA", &timed_t, o.echo_id_offset)?;
     let tf = run::timed(Policy::fast(), "spiC", &timed_t, o.echo_id_offset)?;
     let (lc, lf) = if o.load_frames > 0 {
-        (run::load(Policy::classic(), "spiA", &load_t, o.echo_id_offset)?, run::load(Policy::fast(), "spiC", &load_t, o.echo_id_offset)?)
+        (
+            run::load(Policy::classic(), "spiA", &load_t, o.echo_id_offset)?,
+            run::load(Policy::fast(), "spiC", &load_t, o.echo_id_offset)?,
+        )
     } else {
         (Load::default(), Load::default())
     };
@@ -185,13 +196,32 @@ impl CanechoReport {
         let (a, c) = (&self.classic, &self.fast);
         let mut t = Table::new(&["", "A (classic)", "C (fast)", "C/A", "seed A", "seed C"]);
         let mut row = |name: &str, x: f64, y: f64, sa: &str, sc: &str| {
-            t.row(vec![name.into(), format!("{x:.1}"), format!("{y:.1}"), format!("{:.2}", y / x), sa.into(), sc.into()]);
+            t.row(vec![
+                name.into(),
+                format!("{x:.1}"),
+                format!("{y:.1}"),
+                format!("{:.2}", y / x),
+                sa.into(),
+                sc.into(),
+            ]);
         };
         row("RX EOF → echo SOF (µs)", a.median_gap(), c.median_gap(), "380", "152");
         row("IRQ line low (µs)", median(&a.timed.irq_low_us), median(&c.timed.irq_low_us), "160", "55");
-        row("INT asserted late by the lab (µs)", median(&a.timed.int_delivery_us), median(&c.timed.int_delivery_us), "-", "-");
+        row(
+            "INT asserted late by the lab (µs)",
+            median(&a.timed.int_delivery_us),
+            median(&c.timed.int_delivery_us),
+            "-",
+            "-",
+        );
         row("CS → first clock (µs)", median(&a.timed.cs_to_clock_us), median(&c.timed.cs_to_clock_us), "10", "2.6");
-        row("CS high, 1st → 2nd access (µs)", median(&a.timed.cs_high_gap_us), median(&c.timed.cs_high_gap_us), "25", "5");
+        row(
+            "CS high, 1st → 2nd access (µs)",
+            median(&a.timed.cs_high_gap_us),
+            median(&c.timed.cs_high_gap_us),
+            "25",
+            "5",
+        );
         row("IRQ thread CPU at full load (%)", a.irq_cpu_pct(), c.irq_cpu_pct(), "13.3", "4.4");
         let mut s = t.render();
         s.push_str(&format!(
@@ -203,8 +233,14 @@ impl CanechoReport {
         ));
         s.push_str(&format!(
             "frames echoed: A {}/{}, C {}/{}; payload mismatches: A {}, C {}; lost under load: A {}, C {}\n",
-            a.timed.frames_echoed, a.timed.frames_sent, c.timed.frames_echoed, c.timed.frames_sent,
-            a.timed.payload_mismatches, c.timed.payload_mismatches, a.frames_lost(), c.frames_lost()
+            a.timed.frames_echoed,
+            a.timed.frames_sent,
+            c.timed.frames_echoed,
+            c.timed.frames_sent,
+            a.timed.payload_mismatches,
+            c.timed.payload_mismatches,
+            a.frames_lost(),
+            c.frames_lost()
         ));
         s
     }
@@ -222,9 +258,19 @@ mod tests {
         for p in ["classic", "fast"] {
             let v = &j[p];
             for k in [
-                "gap_us", "irq_low_us", "cs_to_clock_us", "cs_high_gap_us", "spi_transfers_per_frame", "frames_sent",
-                "frames_echoed", "payload_mismatches", "gap_limit_us", "gap_vs_limit", "irq_thread_cpu_pct",
-                "process_cpu_pct", "frames_lost",
+                "gap_us",
+                "irq_low_us",
+                "cs_to_clock_us",
+                "cs_high_gap_us",
+                "spi_transfers_per_frame",
+                "frames_sent",
+                "frames_echoed",
+                "payload_mismatches",
+                "gap_limit_us",
+                "gap_vs_limit",
+                "irq_thread_cpu_pct",
+                "process_cpu_pct",
+                "frames_lost",
             ] {
                 assert!(!v[k].is_null(), "{p}.{k} missing: {v}");
             }

@@ -12,8 +12,8 @@ use wirespeed_lab::can::tools::{DataMode, Generator, GeneratorConfig, Recorder};
 use wirespeed_lab::can::{BitRates, Bus as CanBus, CanId};
 use wirespeed_lab::devices::mcp2518fd::{Mcp2518fd, Mcp2518fdConfig};
 use wirespeed_lab::gpio::{GpioChip, GpioChipConfig};
-use wirespeed_lab::PinSink;
 use wirespeed_lab::spi::{SpiController, SpiControllerConfig};
+use wirespeed_lab::PinSink;
 use wirespeed_lab::{Lab, LabConfig};
 use wirespeed_time::{now, Instant};
 
@@ -82,7 +82,8 @@ pub struct Traffic {
 impl Rig {
     pub fn new(policy: Policy, name: &'static str, t: &Traffic, record: usize) -> Result<Rig, String> {
         let lab = Lab::new(LabConfig::default());
-        let can = CanBus::new(&lab, "can0", BitRates::new(t.bitrate, t.bitrate.max(2_000_000))).map_err(|e| e.to_string())?;
+        let can =
+            CanBus::new(&lab, "can0", BitRates::new(t.bitrate, t.bitrate.max(2_000_000))).map_err(|e| e.to_string())?;
         let rec = Recorder::attach(&can, record);
         let model = Mcp2518fd::new(&lab, Mcp2518fdConfig::default());
         model.attach_to_bus(&can, "mcp2518fd");
@@ -94,7 +95,9 @@ impl Rig {
         model.int_pin().connect(probe.clone(), now());
         let chip = labgpio::open(&gpio).map_err(|e| e.to_string())?;
         let int = chip
-            .request_lines(&RequestConfig::new("mcp2518fd-int").line(INT_LINE, LineSettings::input().edge(Edge::Falling)))
+            .request_lines(
+                &RequestConfig::new("mcp2518fd-int").line(INT_LINE, LineSettings::input().edge(Edge::Falling)),
+            )
             .map_err(|e| e.to_string())?;
         let spi_bus = SpiBus::new(LabSpi::new(block.clone()), policy);
         let dcfg = mcp251xfd::device_config(0, Mcp2518fdConfig::default().osc_hz as u32);
@@ -103,10 +106,30 @@ impl Rig {
         let gen = Generator::attach(
             &can,
             "cangen",
-            GeneratorConfig { id, len: t.len, fd: false, brs: false, gap_ns: t.gap_ns, count: t.count, data: DataMode::Random { seed: 0x5EED } },
+            GeneratorConfig {
+                id,
+                len: t.len,
+                fd: false,
+                brs: false,
+                gap_ns: t.gap_ns,
+                count: t.count,
+                data: DataMode::Random { seed: 0x5EED },
+            },
         )
         .map_err(|e| e.to_string())?;
-        Ok(Rig { _lab: lab, _can: can, model, block, _gpio: gpio, _spi_bus: spi_bus, spi, int: Some(int), gen, rec, probe })
+        Ok(Rig {
+            _lab: lab,
+            _can: can,
+            model,
+            block,
+            _gpio: gpio,
+            _spi_bus: spi_bus,
+            spi,
+            int: Some(int),
+            gen,
+            rec,
+            probe,
+        })
     }
 }
 

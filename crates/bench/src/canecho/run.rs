@@ -70,7 +70,12 @@ fn echo_thread(mut d: Mcp251xfd, count: u64, id: u16, gen_done: impl Fn() -> boo
     Ok(out)
 }
 
-fn spawn_echo(rig: &mut Rig, cfg: Config, count: u64, id: u16) -> Result<std::thread::JoinHandle<Result<EchoOutcome, String>>, String> {
+fn spawn_echo(
+    rig: &mut Rig,
+    cfg: Config,
+    count: u64,
+    id: u16,
+) -> Result<std::thread::JoinHandle<Result<EchoOutcome, String>>, String> {
     let int = rig.int.take().ok_or("INT line already taken")?;
     let d = Mcp251xfd::new(rig.spi.clone(), int, super::rig::INT_LINE, cfg).map_err(|e| e.to_string())?;
     let gen = rig.gen.clone();
@@ -141,11 +146,13 @@ pub fn timed(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) 
         }
         let next_eof = report.pairs.get(i + 1).map(|n| n.request.stamp.eof);
         if let Some(end) = next_eof {
-            let bits: Vec<u64> = windows.iter().filter(|w| w.asserted_at >= eof && w.asserted_at < end).map(|w| w.bits).collect();
+            let bits: Vec<u64> =
+                windows.iter().filter(|w| w.asserted_at >= eof && w.asserted_at < end).map(|w| w.bits).collect();
             *patterns.entry(bits).or_default() += 1;
         }
     }
-    out.transfers_per_frame = patterns.into_iter().max_by_key(|(b, n)| (*n, b.len())).map(|(b, _)| b).unwrap_or_default();
+    out.transfers_per_frame =
+        patterns.into_iter().max_by_key(|(b, n)| (*n, b.len())).map(|(b, _)| b).unwrap_or_default();
     out.cs_to_clock_us = windows.iter().filter_map(|w| w.cs_to_clock_ns()).map(|n| n as f64 / 1e3).collect();
     out.int_delivery_us = rig.probe.lateness().iter().map(|&n| n as f64 / 1e3).collect();
     out.irq_low_us = rig.probe.intervals().iter().map(|(f, r)| r.ns_since(*f) as f64 / 1e3).collect();

@@ -119,7 +119,8 @@ struct Series {
 
 impl Series {
     fn figures(&self, wire_us: f64, cs: (f64, f64)) -> PolicyFigures {
-        let per = |f: &dyn Fn(&Round) -> f64| median(&self.rounds.iter().map(|r| f(r) / r.msgs as f64).collect::<Vec<_>>());
+        let per =
+            |f: &dyn Fn(&Round) -> f64| median(&self.rounds.iter().map(|r| f(r) / r.msgs as f64).collect::<Vec<_>>());
         let msgs: u64 = self.rounds.iter().map(|r| r.msgs).sum();
         let wakeups: u64 = self.rounds.iter().map(|r| r.pump_wakeups).sum();
         PolicyFigures {
@@ -198,8 +199,22 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
         let mut sync = Vec::new();
         let mut asy = Vec::new();
         for _ in 0..2 {
-            sync.push(throughput::run(throughput::Mode::Sync, o.async_threads, o.async_msgs, o.size, o.hz, o.async_window)?);
-            asy.push(throughput::run(throughput::Mode::Async, o.async_threads, o.async_msgs, o.size, o.hz, o.async_window)?);
+            sync.push(throughput::run(
+                throughput::Mode::Sync,
+                o.async_threads,
+                o.async_msgs,
+                o.size,
+                o.hz,
+                o.async_window,
+            )?);
+            asy.push(throughput::run(
+                throughput::Mode::Async,
+                o.async_threads,
+                o.async_msgs,
+                o.size,
+                o.hz,
+                o.async_window,
+            )?);
         }
         let med = |v: &[throughput::Throughput]| throughput::Throughput {
             bus_utilization: median(&v.iter().map(|t| t.bus_utilization).collect::<Vec<_>>()),
@@ -264,7 +279,12 @@ impl SpiReport {
     pub fn table(&self) -> String {
         let mut t = Table::new(&["per message", "classic", "fast", "fast/classic"]);
         let row = |t: &mut Table, name: &str, c: f64, f: f64, digits: i32| {
-            t.row(vec![name.into(), format!("{:.*}", digits as usize, c), format!("{:.*}", digits as usize, f), format!("{:.3}", f / c)]);
+            t.row(vec![
+                name.into(),
+                format!("{:.*}", digits as usize, c),
+                format!("{:.*}", digits as usize, f),
+                format!("{:.3}", f / c),
+            ]);
         };
         let (c, f) = (&self.classic, &self.fast);
         row(&mut t, "elapsed (µs)", c.elapsed_us_per_msg, f.elapsed_us_per_msg, 3);
@@ -302,7 +322,11 @@ impl SpiReport {
             out.push_str(&a.render());
         }
         if let Some((s, a)) = &self.throughput {
-            let mut t = Table::new(&[&format!("{} threads × {} msgs", self.options.async_threads, self.options.async_msgs), "bus utilization", "msgs/s"]);
+            let mut t = Table::new(&[
+                &format!("{} threads × {} msgs", self.options.async_threads, self.options.async_msgs),
+                "bus utilization",
+                "msgs/s",
+            ]);
             t.row(vec!["sync".into(), format!("{:.3}", s.bus_utilization), format!("{:.0}", s.msgs_per_s)]);
             t.row(vec!["async".into(), format!("{:.3}", a.bus_utilization), format!("{:.0}", a.msgs_per_s)]);
             out.push('\n');

@@ -67,12 +67,7 @@ pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedM
         .map_err(|e| e.to_string())?;
     }
     let elapsed_ns = now().ns_since(t0);
-    Ok(Round {
-        msgs,
-        elapsed_ns,
-        usage: ProcessUsage::now().since(u0),
-        pump_wakeups: rig.bus.pump_wakeups() - wake0,
-    })
+    Ok(Round { msgs, elapsed_ns, usage: ProcessUsage::now().since(u0), pump_wakeups: rig.bus.pump_wakeups() - wake0 })
 }
 
 /// CS→clock and CS-high gap medians (µs) over `msgs` traced messages.

@@ -71,13 +71,24 @@ impl BitTiming {
 
 /// The timing for `bitrate` from `clock_hz` with the sample point near
 /// `sample_permille`; fails if the best error exceeds `max_error_ppm`.
-pub fn compute(lim: &Limits, clock_hz: u32, bitrate: u32, sample_permille: u32, max_error_ppm: u32) -> Result<BitTiming, Error> {
-    let err = |best| Error::BitTiming { phase: lim.phase, requested: bitrate, clock_hz, best_error_ppm: best, max_error_ppm };
+pub fn compute(
+    lim: &Limits,
+    clock_hz: u32,
+    bitrate: u32,
+    sample_permille: u32,
+    max_error_ppm: u32,
+) -> Result<BitTiming, Error> {
+    let err =
+        |best| Error::BitTiming { phase: lim.phase, requested: bitrate, clock_hz, best_error_ppm: best, max_error_ppm };
     if bitrate == 0 || clock_hz == 0 {
         return Err(err(u32::MAX));
     }
     if !(500..=950).contains(&sample_permille) {
-        return Err(Error::InvalidConfig { what: "sample point", value: format!("{sample_permille} ‰"), allowed: "500..=950 ‰" });
+        return Err(Error::InvalidConfig {
+            what: "sample point",
+            value: format!("{sample_permille} ‰"),
+            allowed: "500..=950 ‰",
+        });
     }
     let qmin = 1 + lim.tseg1.0 + lim.tseg2.0;
     let qmax = 1 + lim.tseg1.1 + lim.tseg2.1;
@@ -125,7 +136,14 @@ mod tests {
 
     #[test]
     fn common_rates_from_40_mhz_are_exact_near_80_percent() {
-        for (lim, rate) in [(&NOMINAL, 125_000), (&NOMINAL, 500_000), (&NOMINAL, 1_000_000), (&DATA, 2_000_000), (&DATA, 5_000_000), (&DATA, 8_000_000)] {
+        for (lim, rate) in [
+            (&NOMINAL, 125_000),
+            (&NOMINAL, 500_000),
+            (&NOMINAL, 1_000_000),
+            (&DATA, 2_000_000),
+            (&DATA, 5_000_000),
+            (&DATA, 8_000_000),
+        ] {
             let t = compute(lim, 40_000_000, rate, 800, 0).unwrap();
             assert_eq!(t.bitrate(40_000_000), rate, "{t:?}");
             assert!((750..=850).contains(&t.sample_point_permille()), "{rate}: {t:?}");

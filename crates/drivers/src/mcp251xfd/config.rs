@@ -155,9 +155,21 @@ pub struct Plan {
 impl Config {
     /// Checks the configuration and computes the bit timings and RAM layout.
     pub fn plan(&self) -> Result<Plan, Error> {
-        let nominal = bittiming::compute(&bittiming::NOMINAL, self.clock_hz, self.nominal_bitrate, self.sample_point_permille, self.max_bitrate_error_ppm)?;
+        let nominal = bittiming::compute(
+            &bittiming::NOMINAL,
+            self.clock_hz,
+            self.nominal_bitrate,
+            self.sample_point_permille,
+            self.max_bitrate_error_ppm,
+        )?;
         let data = match self.data_bitrate {
-            Some(r) => Some(bittiming::compute(&bittiming::DATA, self.clock_hz, r, self.sample_point_permille, self.max_bitrate_error_ppm)?),
+            Some(r) => Some(bittiming::compute(
+                &bittiming::DATA,
+                self.clock_hz,
+                r,
+                self.sample_point_permille,
+                self.max_bitrate_error_ppm,
+            )?),
             None => None,
         };
         if self.rx_queue == 0 {
@@ -226,13 +238,26 @@ mod tests {
     fn layout_follows_the_device_order_and_checks_ram() {
         let p = Config { nominal_bitrate: 250_000, ..Config::default() }.plan().unwrap();
         let l = p.layout;
-        assert_eq!((l.tef_base, l.txq_base, l.rx_base, l.rx_depth), (0x400, 0x400 + 8 * 12, 0x400 + 8 * 12 + 8 * 16, 32));
+        assert_eq!(
+            (l.tef_base, l.txq_base, l.rx_base, l.rx_depth),
+            (0x400, 0x400 + 8 * 12, 0x400 + 8 * 12 + 8 * 16, 32)
+        );
         assert_eq!(p.tbc_pre, 39);
-        let big = Config { data_bitrate: Some(2_000_000), rx_payload: 64, tx_payload: 64, rx_depth: 32, tx_depth: 32, ..Config::default() };
+        let big = Config {
+            data_bitrate: Some(2_000_000),
+            rx_payload: 64,
+            tx_payload: 64,
+            rx_depth: 32,
+            tx_depth: 32,
+            ..Config::default()
+        };
         assert!(matches!(big.plan(), Err(Error::RamOverflow { .. })));
         let bad = Config { rx_payload: 10, data_bitrate: Some(2_000_000), ..Config::default() };
         assert!(matches!(bad.plan(), Err(Error::InvalidConfig { what: "rx_payload", .. })));
         assert!(matches!(Config { rx_payload: 64, ..Config::default() }.plan(), Err(Error::InvalidConfig { .. })));
-        assert!(matches!(Config { tx_depth: 0, ..Config::default() }.plan(), Err(Error::InvalidConfig { what: "tx_depth", .. })));
+        assert!(matches!(
+            Config { tx_depth: 0, ..Config::default() }.plan(),
+            Err(Error::InvalidConfig { what: "tx_depth", .. })
+        ));
     }
 }

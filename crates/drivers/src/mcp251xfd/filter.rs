@@ -30,7 +30,8 @@ impl Filter {
     }
 
     pub(super) fn check(&self) -> Result<(), Error> {
-        let max = if self.id.is_extended() { crate::can::EXTENDED_ID_MAX } else { u32::from(crate::can::STANDARD_ID_MAX) };
+        let max =
+            if self.id.is_extended() { crate::can::EXTENDED_ID_MAX } else { u32::from(crate::can::STANDARD_ID_MAX) };
         if self.id.raw() > max || self.mask > max {
             return Err(Error::InvalidConfig {
                 what: "filter",

@@ -85,8 +85,14 @@ impl Hot {
             }
             p(v)
         };
-        let tx = [[tx_msg(tx_data[0], false)?, tx_msg(tx_data[0], true)?], [tx_msg(tx_data[1], false)?, tx_msg(tx_data[1], true)?]];
-        let tef = p(vec![read(l.tef_base, TEF_OBJ, crc).cs_change(None), write(C1TEFCON + 1, &uinc_byte(C1TEFCON, TEFCON_UINC), crc)])?;
+        let tx = [
+            [tx_msg(tx_data[0], false)?, tx_msg(tx_data[0], true)?],
+            [tx_msg(tx_data[1], false)?, tx_msg(tx_data[1], true)?],
+        ];
+        let tef = p(vec![
+            read(l.tef_base, TEF_OBJ, crc).cs_change(None),
+            write(C1TEFCON + 1, &uinc_byte(C1TEFCON, TEFCON_UINC), crc),
+        ])?;
         let tef_uinc = p(vec![write(C1TEFCON + 1, &uinc_byte(C1TEFCON, TEFCON_UINC), crc)])?;
         Ok(Hot { crc, status_rx, rx_uinc, tx, tx_data, tef, tef_uinc })
     }
@@ -180,7 +186,8 @@ pub(crate) fn decode_rx(obj: &[u8]) -> (Frame, u32, usize) {
     let fd = r1 & OBJ_FLAGS_FDF != 0;
     let rtr = r1 & OBJ_FLAGS_RTR != 0;
     let dlc = (r1 & OBJ_FLAGS_DLC_MASK) as u8;
-    let f = Frame::from_raw(word_id(r0, ide), dlc, fd, r1 & OBJ_FLAGS_BRS != 0, r1 & OBJ_FLAGS_ESI != 0, rtr, &obj[12..]);
+    let f =
+        Frame::from_raw(word_id(r0, ide), dlc, fd, r1 & OBJ_FLAGS_BRS != 0, r1 & OBJ_FLAGS_ESI != 0, rtr, &obj[12..]);
     let len = f.len();
     (f, ts, len)
 }

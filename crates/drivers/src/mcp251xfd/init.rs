@@ -64,14 +64,20 @@ impl Mcp251xfd {
         let p = self.plan;
         let l = p.layout;
         let io = &mut self.io;
-        io.write(C1CON, CON_ISOCRCEN | CON_PXEDIS | CON_STEF | CON_TXQEN | (u32::from(MODE_CONFIG) << CON_REQOP_SHIFT))?;
+        io.write(
+            C1CON,
+            CON_ISOCRCEN | CON_PXEDIS | CON_STEF | CON_TXQEN | (u32::from(MODE_CONFIG) << CON_REQOP_SHIFT),
+        )?;
         io.write(C1NBTCFG, p.nominal.register())?;
         if let Some(d) = p.data {
             io.write(C1DBTCFG, d.register())?;
             io.write(C1TDC, super::bittiming::tdc_register(&d))?;
         }
         io.write(C1TSCON, TSCON_TBCEN | p.tbc_pre)?;
-        io.write(C1TEFCON, TEFCON_TEFNEIE | TEFCON_TEFOVIE | TEFCON_TEFTSEN | (u32::from(l.tef_depth - 1) << FIFOCON_FSIZE_SHIFT))?;
+        io.write(
+            C1TEFCON,
+            TEFCON_TEFNEIE | TEFCON_TEFOVIE | TEFCON_TEFTSEN | (u32::from(l.tef_depth - 1) << FIFOCON_FSIZE_SHIFT),
+        )?;
         io.write(
             C1TXQCON,
             (u32::from(l.tx_plsize) << FIFOCON_PLSIZE_SHIFT)
@@ -140,7 +146,11 @@ impl Mcp251xfd {
     /// RX FIFO 1). An empty list receives nothing.
     pub fn set_filters(&mut self, filters: &[Filter]) -> Result<(), Error> {
         if filters.len() > 32 {
-            return Err(Error::InvalidConfig { what: "filters", value: filters.len().to_string(), allowed: "at most 32" });
+            return Err(Error::InvalidConfig {
+                what: "filters",
+                value: filters.len().to_string(),
+                allowed: "at most 32",
+            });
         }
         for f in filters {
             f.check()?;

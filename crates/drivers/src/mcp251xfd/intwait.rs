@@ -90,7 +90,17 @@ impl IntWait {
             });
         }
         req.set_wait_mode(WaitMode::Sleep);
-        Ok(IntWait { cfg, offset, active_low: s.active_low, last: None, period: None, jitter: 0, oversleep: 20_000, late: 20_000, stats: IntWaitStats::default() })
+        Ok(IntWait {
+            cfg,
+            offset,
+            active_low: s.active_low,
+            last: None,
+            period: None,
+            jitter: 0,
+            oversleep: 20_000,
+            late: 20_000,
+            stats: IntWaitStats::default(),
+        })
     }
 
     /// Whether INT is asserted (the pin is low) now.
@@ -139,7 +149,8 @@ impl IntWait {
         // Poll ahead of a predicted interrupt, if affordable.
         if let (Some(last), Some(period)) = (self.last, self.period) {
             let guard = self.guard();
-            let affordable = guard.saturating_mul(1000) <= period.saturating_mul(u64::from(self.cfg.poll_budget_permille));
+            let affordable =
+                guard.saturating_mul(1000) <= period.saturating_mul(u64::from(self.cfg.poll_budget_permille));
             let predicted = last.add_ns(period);
             let poll_from = Instant::from_ns(predicted.as_ns().saturating_sub(guard));
             let t = now();

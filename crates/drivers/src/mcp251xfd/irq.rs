@@ -55,7 +55,15 @@ impl Mcp251xfd {
                 let rest = (len - 8).div_ceil(4) * 4;
                 self.io.read_bytes(addr + RX_HEAD as u16, &mut buf[8..8 + rest])?;
                 buf[..8].copy_from_slice(&f.data()[..8]);
-                f = crate::can::Frame::from_raw(f.id(), f.dlc(), f.is_fd(), f.brs(), f.esi(), f.is_remote(), &buf[..len]);
+                f = crate::can::Frame::from_raw(
+                    f.id(),
+                    f.dlc(),
+                    f.is_fd(),
+                    f.brs(),
+                    f.esi(),
+                    f.is_remote(),
+                    &buf[..len],
+                );
             }
             f.timestamp = Some(self.ts.extend(ts, now()));
             self.rx_tail = (self.rx_tail + 1) % self.plan.layout.rx_depth;

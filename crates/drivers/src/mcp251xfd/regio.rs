@@ -123,8 +123,11 @@ impl RegIo {
         let mut config = RegmapConfig::new(format, 0xFFC);
         config.reg_stride = 4;
         config.cache = CacheType::None;
-        let map = Regmap::new(config, SpiBus::new(dev.clone()))
-            .map_err(|e| Error::InvalidConfig { what: "register map", value: e.to_string(), allowed: "a valid MCP251xFD map" })?;
+        let map = Regmap::new(config, SpiBus::new(dev.clone())).map_err(|e| Error::InvalidConfig {
+            what: "register map",
+            value: e.to_string(),
+            allowed: "a valid MCP251xFD map",
+        })?;
         Ok(RegIo { dev, map, crc, attempts: 3, crc_errors: 0 })
     }
 

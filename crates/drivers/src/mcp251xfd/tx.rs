@@ -18,7 +18,9 @@ impl Mcp251xfd {
             return Err(Error::FrameNotSupported { reason: "CAN FD frame on a controller in CAN 2.0 mode" });
         }
         if frame.len() > self.cfg.tx_payload {
-            return Err(Error::FrameNotSupported { reason: "payload longer than the TX object size (Config::tx_payload)" });
+            return Err(Error::FrameNotSupported {
+                reason: "payload longer than the TX object size (Config::tx_payload)",
+            });
         }
         if self.state == BusState::BusOff {
             return Err(Error::BusOff);

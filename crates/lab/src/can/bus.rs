@@ -660,7 +660,8 @@ fn complete(inner: &Arc<Inner>, o: Outcome) {
         let tx: Vec<(Arc<dyn CanNode>, u64)> =
             o.transmitters.iter().map(|&(id, tok)| (st.nodes[usize::from(id.0)].node.clone(), tok)).collect();
         let rx: Vec<Arc<dyn CanNode>> = o.receivers.iter().map(|id| st.nodes[usize::from(id.0)].node.clone()).collect();
-        let mm: Vec<Arc<dyn CanNode>> = o.mismatched.iter().map(|id| st.nodes[usize::from(id.0)].node.clone()).collect();
+        let mm: Vec<Arc<dyn CanNode>> =
+            o.mismatched.iter().map(|id| st.nodes[usize::from(id.0)].node.clone()).collect();
         st.phase = Phase::Idle;
         st.wakes.insert(idle);
         rearm(inner, &mut st);

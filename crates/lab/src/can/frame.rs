@@ -44,11 +44,12 @@ impl fmt::Display for FrameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             FrameError::IdOutOfRange { id, max } => write!(f, "CAN identifier {id:#x} out of range (at most {max:#x})"),
-            FrameError::DataTooLong { len, max } => write!(f, "{len} data bytes do not fit this frame format (at most {max})"),
-            FrameError::InvalidFdLength { len } => write!(
-                f,
-                "{len} bytes is not a CAN FD payload length (allowed: 0-8, 12, 16, 20, 24, 32, 48, 64)"
-            ),
+            FrameError::DataTooLong { len, max } => {
+                write!(f, "{len} data bytes do not fit this frame format (at most {max})")
+            }
+            FrameError::InvalidFdLength { len } => {
+                write!(f, "{len} bytes is not a CAN FD payload length (allowed: 0-8, 12, 16, 20, 24, 32, 48, 64)")
+            }
             FrameError::DlcOutOfRange { dlc } => write!(f, "DLC {dlc} out of range (0-15)"),
         }
     }

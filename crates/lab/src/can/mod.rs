@@ -26,9 +26,9 @@
 mod bits;
 mod bus;
 mod frame;
-pub mod tools;
 #[cfg(test)]
 mod tests;
+pub mod tools;
 
 pub use bits::{
     crc15_bytes, crc17_bytes, crc21_bytes, crc_step, BitRates, FrameBits, ERROR_FRAME_BITS, INTERMISSION_BITS,

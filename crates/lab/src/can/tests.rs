@@ -51,7 +51,11 @@ fn fd_frames_have_the_reference_lengths() {
     ];
     for (f, len, stuff, fixed, data) in cases {
         let fb = FrameBits::encode(&f);
-        assert_eq!((fb.len(), fb.stuff_bits(), fb.fixed_stuff_bits(), fb.data_bits()), (len, stuff, fixed, data), "{f:?}");
+        assert_eq!(
+            (fb.len(), fb.stuff_bits(), fb.fixed_stuff_bits(), fb.data_bits()),
+            (len, stuff, fixed, data),
+            "{f:?}"
+        );
     }
 }
 
@@ -63,10 +67,7 @@ fn fd_brs_frames_are_shorter_and_split_by_rate() {
     let slow = FrameBits::encode(&Frame::new_fd(sid(0x10), &data, false).unwrap());
     assert_eq!(brs.len(), slow.len(), "BRS changes timing, not the bitstream length");
     assert!(brs.duration_ns(rates) * 3 < slow.duration_ns(rates));
-    assert_eq!(
-        brs.duration_ns(rates),
-        u64::from(brs.nominal_bits()) * 2_000 + u64::from(brs.data_bits()) * 500
-    );
+    assert_eq!(brs.duration_ns(rates), u64::from(brs.nominal_bits()) * 2_000 + u64::from(brs.data_bits()) * 500);
 }
 
 #[test]
@@ -261,7 +262,8 @@ impl CanNode for EchoNode {
 fn echo_pairs_measure_eof_to_sof_gaps() {
     let (_lab, bus) = lab_bus(1_000_000);
     let rec = Recorder::attach(&bus, 64);
-    let gen = Generator::attach(&bus, "gen", GeneratorConfig { count: 5, gap_ns: 2_000_000, ..Default::default() }).unwrap();
+    let gen =
+        Generator::attach(&bus, "gen", GeneratorConfig { count: 5, gap_ns: 2_000_000, ..Default::default() }).unwrap();
     bus.attach(Arc::new(EchoNode { bus: bus.clone(), delay_ns: 150_000, queue: Mutex::new(Vec::new()) }), "echo");
     gen.start(now());
     assert!(gen.wait_done(Duration::from_secs(5)));

@@ -314,11 +314,8 @@ impl BusObserver for RecObserver {
 impl Recorder {
     /// Starts recording `bus`, keeping up to `capacity` records.
     pub fn attach(bus: &Bus, capacity: usize) -> Recorder {
-        let state = Arc::new(Mutex::new(RecState {
-            records: Vec::with_capacity(capacity.min(1 << 20)),
-            capacity,
-            dropped: 0,
-        }));
+        let state =
+            Arc::new(Mutex::new(RecState { records: Vec::with_capacity(capacity.min(1 << 20)), capacity, dropped: 0 }));
         bus.observe(Arc::new(RecObserver(state.clone())));
         Recorder { state }
     }

@@ -12,9 +12,12 @@ fn chip(lines: u32) -> (Lab, GpioChip) {
 fn listen(chip: &GpioChip, offset: u32) -> mpsc::Receiver<LineEvent> {
     let (tx, rx) = mpsc::channel();
     let tx = Mutex::new(tx);
-    chip.set_listener(offset, Some(Arc::new(move |e| {
-        let _ = tx.lock().unwrap().send(e);
-    })))
+    chip.set_listener(
+        offset,
+        Some(Arc::new(move |e| {
+            let _ = tx.lock().unwrap().send(e);
+        })),
+    )
     .unwrap();
     rx
 }
@@ -56,7 +59,8 @@ fn pulls_and_external_drive_decide_an_input() {
 #[test]
 fn open_drain_releases_high_to_the_pull() {
     let (_lab, chip) = chip(4);
-    let setup = LineSetup { output: true, value: true, drive: Drive::OpenDrain, pull: Pull::Down, ..LineSetup::default() };
+    let setup =
+        LineSetup { output: true, value: true, drive: Drive::OpenDrain, pull: Pull::Down, ..LineSetup::default() };
     chip.configure(1, &setup, now()).unwrap();
     assert!(!chip.value(1).unwrap(), "released, pulled down");
     chip.drive_external(1, Some(true), now());

@@ -12,10 +12,10 @@ pub mod regs;
 use crate::irq::IrqLine;
 use crate::lab::Lab;
 use crate::pin::PinSink;
+use crate::spin::{SpinGuard, SpinLock};
 use crate::trace::Trace;
 use model::Model;
 use std::fmt;
-use crate::spin::{SpinGuard, SpinLock};
 use std::sync::{Arc, Weak};
 use wirespeed_time::{spin_for_ns, Instant};
 
@@ -45,13 +45,7 @@ pub struct SpiControllerConfig {
 
 impl Default for SpiControllerConfig {
     fn default() -> Self {
-        SpiControllerConfig {
-            name: "spi0",
-            fifo_bytes: 64,
-            num_cs: 4,
-            base_clock_hz: 200_000_000,
-            power_up_ns: 20_000,
-        }
+        SpiControllerConfig { name: "spi0", fifo_bytes: 64, num_cs: 4, base_clock_hz: 200_000_000, power_up_ns: 20_000 }
     }
 }
 
@@ -135,7 +129,12 @@ impl SpiController {
     /// # Panics
     /// If `cs` is not below the block's `num_cs` (a wiring error in a test bench).
     pub fn attach(&self, cs: u8, device: impl SpiDeviceModel + 'static) {
-        assert!(cs < self.shared.config.num_cs, "{} has {} chip selects", self.shared.config.name, self.shared.config.num_cs);
+        assert!(
+            cs < self.shared.config.num_cs,
+            "{} has {} chip selects",
+            self.shared.config.name,
+            self.shared.config.num_cs
+        );
         self.lock().attach(cs, Box::new(device));
     }
 

@@ -376,15 +376,8 @@ impl Model {
         self.done_flag = false;
         self.popped_in_burst = 0;
         self.rx.clear();
-        self.burst = Some(Burst {
-            len: self.xferlen,
-            bits,
-            word_ns,
-            scheduled: 0,
-            done: 0,
-            last_end: t,
-            rx_stalled: false,
-        });
+        self.burst =
+            Some(Burst { len: self.xferlen, bits, word_ns, scheduled: 0, done: 0, last_end: t, rx_stalled: false });
         self.advance(t);
     }
 

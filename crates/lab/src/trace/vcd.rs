@@ -108,8 +108,7 @@ mod tests {
         let text = String::from_utf8(buf).unwrap();
         assert!(text.contains("$timescale 1ns $end"));
         assert!(text.contains("$var wire 1 s0 cs0 $end"));
-        let times: Vec<u64> =
-            text.lines().filter_map(|l| l.strip_prefix('#')).map(|n| n.parse().unwrap()).collect();
+        let times: Vec<u64> = text.lines().filter_map(|l| l.strip_prefix('#')).map(|n| n.parse().unwrap()).collect();
         assert!(times.windows(2).all(|w| w[0] < w[1]), "times must increase: {times:?}");
         assert_eq!(*times.last().unwrap(), 500);
         // First bit of MOSI 0x80 is 1, of MISO 0x01 is 0; the last bit of MISO is 1.

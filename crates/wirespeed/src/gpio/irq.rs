@@ -192,7 +192,11 @@ impl<G: AccessGuard> LineRequest<G> {
             }
         }
         if self.settings(offset)?.edge == Edge::None {
-            return Err(GpioError::invalid("wait_level", format!("line {offset} without edge detection"), "a line with edge detection, or WaitMode::Poll"));
+            return Err(GpioError::invalid(
+                "wait_level",
+                format!("line {offset} without edge detection"),
+                "a line with edge detection, or WaitMode::Poll",
+            ));
         }
         loop {
             let left = match deadline {

@@ -164,11 +164,21 @@ impl<G: AccessGuard> LineRequest<G> {
         for &off in &self.offsets {
             match config.lines().iter().find(|l| l.0 == off) {
                 Some(&(_, s)) => ordered.push(s),
-                None => return Err(GpioError::invalid("reconfiguration", format!("line {off} missing"), "every requested line, no other")),
+                None => {
+                    return Err(GpioError::invalid(
+                        "reconfiguration",
+                        format!("line {off} missing"),
+                        "every requested line, no other",
+                    ))
+                }
             }
         }
         if config.lines().len() != self.offsets.len() {
-            return Err(GpioError::invalid("reconfiguration", "lines not in the request", "every requested line, no other"));
+            return Err(GpioError::invalid(
+                "reconfiguration",
+                "lines not in the request",
+                "every requested line, no other",
+            ));
         }
         let in_order = self.offsets.iter().zip(&ordered).fold(LineConfig::new(), |c, (&o, &s)| c.line(o, s));
         self.access(|b| b.reconfigure(&in_order))?;

@@ -33,9 +33,15 @@ fn info_requests_busy_lines_and_line_info() {
     assert!(li.used);
     assert_eq!(li.consumer, "led");
     assert_eq!(li.settings.direction, Direction::Output);
-    assert_eq!(chip.request_lines(&out(3, false)).unwrap_err(), GpioError::LineBusy { offset: 3, consumer: "led".into() });
+    assert_eq!(
+        chip.request_lines(&out(3, false)).unwrap_err(),
+        GpioError::LineBusy { offset: 3, consumer: "led".into() }
+    );
     let other_open = open(&hw).unwrap();
-    assert!(matches!(other_open.request_lines(&out(3, false)), Err(GpioError::LineBusy { .. })), "a second open sees the line busy");
+    assert!(
+        matches!(other_open.request_lines(&out(3, false)), Err(GpioError::LineBusy { .. })),
+        "a second open sees the line busy"
+    );
     assert_eq!(chip.request_lines(&out(8, false)).unwrap_err(), GpioError::OffsetOutOfRange { offset: 8, lines: 8 });
     assert!(matches!(r.set_value(4, true), Err(GpioError::NotRequested { offset: 4, .. })));
     drop(r);
@@ -298,7 +304,13 @@ fn stress_software_removal_never_touches_freed_backend() {
             Ok(ChipInfo { name: "poison".into(), label: String::new(), lines: 8 })
         }
         fn line_info(&self, offset: u32) -> Result<LineInfo, GpioError> {
-            Ok(LineInfo { offset, name: String::new(), used: false, consumer: String::new(), settings: LineSettings::default() })
+            Ok(LineInfo {
+                offset,
+                name: String::new(),
+                used: false,
+                consumer: String::new(),
+                settings: LineSettings::default(),
+            })
         }
         fn request(&self, _c: &RequestConfig) -> Result<Box<dyn RequestBackend>, GpioError> {
             Ok(Box::new(Poisoned { freed: self.freed.clone(), late: self.late.clone(), value: AtomicU64::new(0) }))

@@ -45,7 +45,9 @@ impl fmt::Debug for RegSet {
         match self {
             RegSet::All => write!(f, "All"),
             RegSet::Nothing => write!(f, "Nothing"),
-            RegSet::Ranges(rs) => f.debug_list().entries(rs.iter().map(|r| format!("{:#x}..={:#x}", r.start(), r.end()))).finish(),
+            RegSet::Ranges(rs) => {
+                f.debug_list().entries(rs.iter().map(|r| format!("{:#x}..={:#x}", r.start(), r.end()))).finish()
+            }
             RegSet::Predicate(_) => write!(f, "Predicate(..)"),
         }
     }

@@ -116,14 +116,12 @@ impl fmt::Display for RegmapError {
             RegmapError::ValueTooWide { reg, value, bits } => {
                 write!(f, "value {value:#x} for register {reg:#x} does not fit in {bits} bits")
             }
-            RegmapError::BadLength { reg, len, multiple_of } => write!(
-                f,
-                "access at {reg:#x}: length {len} is not a non-zero multiple of {multiple_of}"
-            ),
-            RegmapError::CrcMismatch { reg, computed, received } => write!(
-                f,
-                "CRC mismatch reading {reg:#x}: device sent {received:#06x}, data gives {computed:#06x}"
-            ),
+            RegmapError::BadLength { reg, len, multiple_of } => {
+                write!(f, "access at {reg:#x}: length {len} is not a non-zero multiple of {multiple_of}")
+            }
+            RegmapError::CrcMismatch { reg, computed, received } => {
+                write!(f, "CRC mismatch reading {reg:#x}: device sent {received:#06x}, data gives {computed:#06x}")
+            }
             RegmapError::CacheOnly { reg } => write!(
                 f,
                 "register {reg:#x} needs the device, but the map is cache-only (or the register is not cached)"
@@ -190,10 +188,9 @@ impl fmt::Display for ConfigError {
                 write!(f, "pad_bits = {bits}: must be a multiple of 8, at most 32")
             }
             ConfigError::ZeroStride => write!(f, "reg_stride = 0: must be at least 1"),
-            ConfigError::MaxRegisterTooLarge { max, format_max } => write!(
-                f,
-                "max_register = {max:#x} does not fit the format's address field (at most {format_max:#x})"
-            ),
+            ConfigError::MaxRegisterTooLarge { max, format_max } => {
+                write!(f, "max_register = {max:#x} does not fit the format's address field (at most {format_max:#x})")
+            }
             ConfigError::BadFlagMask { read, write } => write!(
                 f,
                 "flag masks read = {read:#x}, write = {write:#x}: must lie inside the register field and differ"

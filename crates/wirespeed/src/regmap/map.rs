@@ -288,7 +288,10 @@ impl Regmap {
         let mut pairs = std::mem::take(&mut io.pairs);
         pairs.clear();
         pairs.extend(
-            bytes.chunks_exact(self.val_bytes).enumerate().map(|(i, b)| (reg + i as u32 * self.stride, self.fmt.decode_val(b))),
+            bytes
+                .chunks_exact(self.val_bytes)
+                .enumerate()
+                .map(|(i, b)| (reg + i as u32 * self.stride, self.fmt.decode_val(b))),
         );
         let r = self.write_pairs(&mut io, &pairs);
         io.pairs = pairs;

@@ -159,7 +159,10 @@ impl State {
         let tl = f.trailer_len();
         let vb = f.val_bytes();
         if tx.len() < req.header_len + tl {
-            return Err(BusError::BadCommand(format!("write of {} bytes is shorter than its header and trailer", tx.len())));
+            return Err(BusError::BadCommand(format!(
+                "write of {} bytes is shorter than its header and trailer",
+                tx.len()
+            )));
         }
         let (head, rest) = tx.split_at(req.header_len);
         let (data, trailer) = rest.split_at(rest.len() - tl);
@@ -190,7 +193,10 @@ impl State {
             BusError::BadCommand(format!("read of {} bytes is not whole registers plus a {tl}-byte trailer", rx.len()))
         })?;
         if req.data_len.is_some_and(|n| n != data_len) {
-            return Err(BusError::BadCommand(format!("length field says {:?} bytes, {data_len} clocked", req.data_len)));
+            return Err(BusError::BadCommand(format!(
+                "length field says {:?} bytes, {data_len} clocked",
+                req.data_len
+            )));
         }
         let count = data_len / vb;
         self.slot(req.reg, count - 1)?;

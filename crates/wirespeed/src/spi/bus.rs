@@ -185,7 +185,13 @@ impl Bus {
     pub fn new(controller: impl Controller, policy: Policy) -> Bus {
         let caps = controller.caps().clone();
         let inner = Arc::new(BusInner {
-            hw: Mutex::new(BusHw { ctlr: Box::new(controller), caps: caps.clone(), setup: None, powered: true, cs_held: None }),
+            hw: Mutex::new(BusHw {
+                ctlr: Box::new(controller),
+                caps: caps.clone(),
+                setup: None,
+                powered: true,
+                cs_held: None,
+            }),
             caps,
             stats: Stats::new(policy.lockfree_stats),
             policy,

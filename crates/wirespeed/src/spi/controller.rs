@@ -68,7 +68,8 @@ impl ControllerCaps {
         match self.clock {
             ClockModel::Exact => requested_hz.min(self.max_speed_hz),
             ClockModel::Divider { base_hz, min_div, max_div } => {
-                let div = base_hz.div_ceil(u64::from(requested_hz.max(1))).clamp(u64::from(min_div), u64::from(max_div));
+                let div =
+                    base_hz.div_ceil(u64::from(requested_hz.max(1))).clamp(u64::from(min_div), u64::from(max_div));
                 (base_hz / div) as u32
             }
         }

@@ -93,23 +93,18 @@ impl fmt::Display for InvalidMessage {
                 f,
                 "transfer {index}: TX is {tx} bytes but RX is {rx} bytes; a full-duplex transfer needs equal lengths"
             ),
-            InvalidMessage::PartialWord { index, len, word_bytes } => write!(
-                f,
-                "transfer {index}: {len} bytes is not a whole number of {word_bytes}-byte words"
-            ),
+            InvalidMessage::PartialWord { index, len, word_bytes } => {
+                write!(f, "transfer {index}: {len} bytes is not a whole number of {word_bytes}-byte words")
+            }
             InvalidMessage::ZeroSpeed { index } => {
                 write!(f, "{}: speed 0 Hz; give a speed above 0 Hz", at(*index))
             }
-            InvalidMessage::SpeedTooHigh { index, requested_hz, max_hz } => write!(
-                f,
-                "{}: speed {requested_hz} Hz is above the maximum of {max_hz} Hz",
-                at(*index)
-            ),
-            InvalidMessage::SpeedTooLow { index, requested_hz, min_hz } => write!(
-                f,
-                "{}: speed {requested_hz} Hz is below the controller's minimum of {min_hz} Hz",
-                at(*index)
-            ),
+            InvalidMessage::SpeedTooHigh { index, requested_hz, max_hz } => {
+                write!(f, "{}: speed {requested_hz} Hz is above the maximum of {max_hz} Hz", at(*index))
+            }
+            InvalidMessage::SpeedTooLow { index, requested_hz, min_hz } => {
+                write!(f, "{}: speed {requested_hz} Hz is below the controller's minimum of {min_hz} Hz", at(*index))
+            }
             InvalidMessage::UnsupportedBitsPerWord { index, bits, supported_mask } => write!(
                 f,
                 "{}: {bits} bits per word is not supported; allowed: {}",
@@ -119,10 +114,9 @@ impl fmt::Display for InvalidMessage {
             InvalidMessage::WrongDevice => {
                 write!(f, "this prepared message belongs to another device; prepare it with the device that runs it")
             }
-            InvalidMessage::NoSuchChipSelect { cs, available } => write!(
-                f,
-                "chip select {cs} does not exist; the controller has {available} (0..{available})"
-            ),
+            InvalidMessage::NoSuchChipSelect { cs, available } => {
+                write!(f, "chip select {cs} does not exist; the controller has {available} (0..{available})")
+            }
         }
     }
 }
@@ -181,7 +175,8 @@ mod tests {
 
     #[test]
     fn messages_say_what_is_allowed() {
-        let e = SpiError::from(InvalidMessage::UnsupportedBitsPerWord { index: Some(2), bits: 12, supported_mask: 0x8080 });
+        let e =
+            SpiError::from(InvalidMessage::UnsupportedBitsPerWord { index: Some(2), bits: 12, supported_mask: 0x8080 });
         assert_eq!(e.to_string(), "invalid SPI message: transfer 2: 12 bits per word is not supported; allowed: 8, 16");
         let e = InvalidMessage::SpeedTooHigh { index: None, requested_hz: 50_000_000, max_hz: 20_000_000 };
         assert!(e.to_string().contains("device setting"));

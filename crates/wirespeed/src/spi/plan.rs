@@ -145,7 +145,11 @@ pub(crate) fn plan_shape(
 }
 
 /// Validates a whole message; nothing is sent unless every transfer is valid.
-pub(crate) fn validate(transfers: &[Transfer<'_>], dev: &DeviceConfig, caps: &ControllerCaps) -> Result<(), InvalidMessage> {
+pub(crate) fn validate(
+    transfers: &[Transfer<'_>],
+    dev: &DeviceConfig,
+    caps: &ControllerCaps,
+) -> Result<(), InvalidMessage> {
     if transfers.is_empty() {
         return Err(InvalidMessage::Empty);
     }

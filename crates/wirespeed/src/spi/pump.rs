@@ -105,7 +105,8 @@ fn run(inner: &BusInner) {
         }
         if q.is_empty() {
             if inner.powered.load(Ordering::Acquire) {
-                let idle_at = inner.last_activity_ns.load(Ordering::Relaxed) + inner.policy.idle_delay.as_nanos() as u64;
+                let idle_at =
+                    inner.last_activity_ns.load(Ordering::Relaxed) + inner.policy.idle_delay.as_nanos() as u64;
                 let t = now().as_ns();
                 if t >= idle_at {
                     drop(q);
@@ -114,7 +115,8 @@ fn run(inner: &BusInner) {
                     continue;
                 }
                 inner.pump_sleeping.store(true, Ordering::Relaxed);
-                let (g, res) = inner.pump_cv.wait_timeout(q, Duration::from_nanos(idle_at - t)).unwrap_or_else(|e| e.into_inner());
+                let (g, res) =
+                    inner.pump_cv.wait_timeout(q, Duration::from_nanos(idle_at - t)).unwrap_or_else(|e| e.into_inner());
                 q = g;
                 if res.timed_out() {
                     inner.pump_wakeups.fetch_add(1, Ordering::Relaxed);

@@ -178,5 +178,4 @@ impl Core {
         self.pins.int0.set(int0, at);
         self.pins.int1.set(int1, at);
     }
-
 }

@@ -42,19 +42,21 @@ mod crc16;
 mod fifo;
 mod irq;
 mod registers;
-mod txrx;
 pub mod regs;
 mod spi;
 #[cfg(test)]
 mod tests;
+mod txrx;
 
 pub use crc16::{crc16, crc16_update};
 
-use crate::can::{Bus, BusError, CanNode, ErrorCounters, Frame, FrameStamp, NodeId, Participation, Role, TxOutcome, TxRequest};
+use self::core::{Core, Pins};
+use crate::can::{
+    Bus, BusError, CanNode, ErrorCounters, Frame, FrameStamp, NodeId, Participation, Role, TxOutcome, TxRequest,
+};
 use crate::lab::Lab;
 use crate::pin::Pin;
 use crate::spi::SpiDeviceModel;
-use self::core::{Core, Pins};
 use std::sync::{Arc, Mutex, MutexGuard};
 use wirespeed_time::{now, Instant};
 
@@ -182,7 +184,11 @@ fn lock(core: &Mutex<Core>) -> MutexGuard<'_, Core> {
 impl Mcp2518fd {
     /// A device on `lab`, powered on now (the oscillator starts).
     pub fn new(lab: &Lab, cfg: Mcp2518fdConfig) -> Mcp2518fd {
-        let pins = Pins { int: Pin::new("mcp2518fd-int", true), int0: Pin::new("mcp2518fd-int0", true), int1: Pin::new("mcp2518fd-int1", true) };
+        let pins = Pins {
+            int: Pin::new("mcp2518fd-int", true),
+            int0: Pin::new("mcp2518fd-int0", true),
+            int1: Pin::new("mcp2518fd-int1", true),
+        };
         let core = Arc::new(Mutex::new(Core::new(cfg, lab.scheduler().clone(), pins, now())));
         lock(&core).weak = Arc::downgrade(&core);
         Mcp2518fd { core }

@@ -37,7 +37,8 @@ impl Core {
         let a = addr & !3;
         match a {
             C1CON => {
-                let busy = self.bus.as_ref().is_some_and(|(b, _)| Self::is_bus_mode(self.mode) && b.busy_until(at).is_some());
+                let busy =
+                    self.bus.as_ref().is_some_and(|(b, _)| Self::is_bus_mode(self.mode) && b.busy_until(at).is_some());
                 (self.con & !(7 << CON_OPMOD_SHIFT) & !CON_BUSY)
                     | (u32::from(self.mode.bits()) << CON_OPMOD_SHIFT)
                     | if busy { CON_BUSY } else { 0 }
@@ -258,7 +259,8 @@ impl Core {
             }
             OSC => {
                 let before = self.osc;
-                self.osc = merge(self.osc, val, mask & (OSC_PLLEN | OSC_OSCDIS | OSC_LPMEN | OSC_SCLKDIV | OSC_CLKODIV_MASK));
+                self.osc =
+                    merge(self.osc, val, mask & (OSC_PLLEN | OSC_OSCDIS | OSC_LPMEN | OSC_SCLKDIV | OSC_CLKODIV_MASK));
                 if self.osc & OSC_PLLEN != 0 && before & OSC_PLLEN == 0 {
                     self.pll_ready_at = at.add_ns(self.cfg.pll_lock_ns);
                 }
@@ -351,5 +353,4 @@ impl Core {
         }
         self.kick(at);
     }
-
 }

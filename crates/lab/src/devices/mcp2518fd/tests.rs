@@ -2,8 +2,8 @@
 
 use super::regs::*;
 use super::*;
-use crate::can::{BitRates, Bus, CanId, ErrorState};
 use crate::can::tools::{DataMode, Generator, GeneratorConfig, Recorder};
+use crate::can::{BitRates, Bus, CanId, ErrorState};
 use crate::pin::PinSink;
 use crate::{Lab, LabConfig};
 use std::time::Duration;
@@ -117,7 +117,16 @@ fn mode_changes_through_reqop_and_opmod() {
     t.later(100_000);
     assert_eq!((t.read(C1CON) >> 21) & 7, u32::from(MODE_NORMAL_FD));
     assert_eq!(t.dev.stats().invalid_mode_requests, 1);
-    for m in [MODE_CONFIG, MODE_LISTEN_ONLY, MODE_CONFIG, MODE_EXTERNAL_LOOPBACK, MODE_CONFIG, MODE_NORMAL_CAN20, MODE_RESTRICTED, MODE_CONFIG] {
+    for m in [
+        MODE_CONFIG,
+        MODE_LISTEN_ONLY,
+        MODE_CONFIG,
+        MODE_EXTERNAL_LOOPBACK,
+        MODE_CONFIG,
+        MODE_NORMAL_CAN20,
+        MODE_RESTRICTED,
+        MODE_CONFIG,
+    ] {
         t.set_mode(m);
     }
     // Bit timing is writable only in configuration mode.
@@ -280,7 +289,30 @@ fn internal_loopback_fills_rx_fifo_and_tef_and_uinc_drains_them() {
     assert_eq!((vec & 0x7F, (vec >> 24) & 0x7F), (0x49, 1), "ICOD: TEF (0x49) outranks FIFO 1; RXCODE: FIFO 1");
     // RX object 0: ID, flags (DLC 8, FILHIT 0), timestamp, data.
     let ua = u16::try_from(t.read(c1fifoua(1))).unwrap();
-    let r = t.xfer(&[0x30 | ((0x400 + ua) >> 8) as u8, (0x400 + ua) as u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    let r = t.xfer(&[
+        0x30 | ((0x400 + ua) >> 8) as u8,
+        (0x400 + ua) as u8,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ]);
     let w = |i: usize| u32::from_le_bytes([r[2 + i], r[3 + i], r[4 + i], r[5 + i]]);
     assert_eq!(w(0), 0x123);
     assert_eq!(w(4) & 0xFFF, 8);
@@ -341,7 +373,12 @@ fn received_frame_lowers_int_at_eof_plus_store_delay() {
     let data = [0xDE, 0xAD, 0xBE, 0xEF, 0, 1, 2, 3];
     let mut fixed = [0u8; 64];
     fixed[..8].copy_from_slice(&data);
-    let gen = Generator::attach(&bus, "gen", GeneratorConfig { count: 1, gap_ns: 0, data: DataMode::Fixed(fixed), ..Default::default() }).unwrap();
+    let gen = Generator::attach(
+        &bus,
+        "gen",
+        GeneratorConfig { count: 1, gap_ns: 0, data: DataMode::Fixed(fixed), ..Default::default() },
+    )
+    .unwrap();
     gen.start(now());
     assert!(gen.wait_done(Duration::from_secs(5)), "the model acknowledges");
     t.wait_for(|t| t.read(C1RXIF) != 0);
@@ -349,7 +386,30 @@ fn received_frame_lowers_int_at_eof_plus_store_delay() {
     let e = edges.0.lock().unwrap().clone();
     assert_eq!(e.iter().find(|(h, _)| !h).map(|x| x.1), Some(eof.add_ns(1_000)), "INT falls 1 µs after EOF");
     let ua = u16::try_from(t.read(c1fifoua(1))).unwrap();
-    let r = t.xfer(&[0x30 | ((0x400 + ua) >> 8) as u8, (0x400 + ua) as u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    let r = t.xfer(&[
+        0x30 | ((0x400 + ua) >> 8) as u8,
+        (0x400 + ua) as u8,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ]);
     assert_eq!(u32::from_le_bytes([r[2], r[3], r[4], r[5]]), 0x077);
     assert_eq!(&r[14..22], &data);
     t.write_byte(c1fifocon(1) + 1, (FIFOCON_UINC >> 8) as u8);
@@ -374,9 +434,15 @@ fn filters_and_masks_route_frames() {
     t.write(c1mask(1), MASK_MIDE | 0x1FFF_FFFF);
     t.write(c1fltcon(0), u32::from(FLTEN1 | 1) | (u32::from(FLTEN1 | 2) << 8));
     t.set_mode(MODE_NORMAL_FD);
-    let ids = [CanId::Standard(0x105), CanId::Standard(0x205), CanId::Extended((0x155 << 18) | 0x2AAAA), CanId::Extended(0x105)];
+    let ids = [
+        CanId::Standard(0x105),
+        CanId::Standard(0x205),
+        CanId::Extended((0x155 << 18) | 0x2AAAA),
+        CanId::Extended(0x105),
+    ];
     for id in ids {
-        let g = Generator::attach(&bus, "g", GeneratorConfig { id, count: 1, gap_ns: 0, ..Default::default() }).unwrap();
+        let g =
+            Generator::attach(&bus, "g", GeneratorConfig { id, count: 1, gap_ns: 0, ..Default::default() }).unwrap();
         g.start(now());
         assert!(g.wait_done(Duration::from_secs(5)));
     }
@@ -470,5 +536,5 @@ fn echo_through_the_model_on_the_bus() {
     assert_eq!(t.read(C1TEFSTA) & TEFSTA_TEFNEIF, TEFSTA_TEFNEIF);
 }
 
-use std::sync::{Arc, Mutex};
 use crate::can::NodeId;
+use std::sync::{Arc, Mutex};

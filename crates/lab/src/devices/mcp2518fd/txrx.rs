@@ -25,13 +25,11 @@ impl Core {
         if m != 0 {
             return Some(f.tail);
         }
-        (0..f.depth())
-            .filter(|s| f.pending & (1 << s) != 0)
-            .min_by_key(|&s| {
-                let base = f.obj_addr(s);
-                let fr = self.frame_at(base, f.payload()).0;
-                (fr.arbitration_key(), s)
-            })
+        (0..f.depth()).filter(|s| f.pending & (1 << s) != 0).min_by_key(|&s| {
+            let base = f.obj_addr(s);
+            let fr = self.frame_at(base, f.payload()).0;
+            (fr.arbitration_key(), s)
+        })
     }
 
     /// Builds the frame of the TX object at RAM offset `base`.
@@ -52,7 +50,15 @@ impl Core {
         for (i, d) in data[..n].iter_mut().enumerate() {
             *d = self.ram.get(base + 8 + i).copied().unwrap_or(0);
         }
-        let f = Frame::from_parts(word_id(idw, fl & OBJ_FLAGS_IDE != 0), fd, brs, esi, fl & OBJ_FLAGS_RTR != 0, dlc, &data[..len]);
+        let f = Frame::from_parts(
+            word_id(idw, fl & OBJ_FLAGS_IDE != 0),
+            fd,
+            brs,
+            esi,
+            fl & OBJ_FLAGS_RTR != 0,
+            dlc,
+            &data[..len],
+        );
         (f, fl, len > usize::from(payload))
     }
 
@@ -313,5 +319,4 @@ impl Core {
             self.int_flags |= INT_CERRIF;
         }
     }
-
 }

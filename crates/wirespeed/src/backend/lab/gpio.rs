@@ -11,7 +11,7 @@
 
 use crate::gpio::fd::EventFd;
 use crate::gpio::{
-    Bias, ChipBackend, ChipInfo, Chip, Direction, Drive, Edge, EdgeEvent, EdgeKind, GpioError, LineConfig, LineInfo,
+    Bias, Chip, ChipBackend, ChipInfo, Direction, Drive, Edge, EdgeEvent, EdgeKind, GpioError, LineConfig, LineInfo,
     LineSettings, RequestBackend, RequestConfig,
 };
 use std::collections::{HashMap, VecDeque};
@@ -103,7 +103,11 @@ struct LabChip {
 
 impl ChipBackend for LabChip {
     fn info(&self) -> Result<ChipInfo, GpioError> {
-        Ok(ChipInfo { name: self.chip.name().to_owned(), label: self.chip.label().to_owned(), lines: self.chip.num_lines() })
+        Ok(ChipInfo {
+            name: self.chip.name().to_owned(),
+            label: self.chip.label().to_owned(),
+            lines: self.chip.num_lines(),
+        })
     }
 
     fn line_info(&self, offset: u32) -> Result<LineInfo, GpioError> {

@@ -6,9 +6,7 @@
 //! sleeping on the block's interrupt (RX-threshold interrupt, re-armed as the
 //! transfer proceeds).
 
-use crate::spi::{
-    ClockModel, Completion, Controller, ControllerCaps, ControllerFault, Data, Mode, TransferTiming,
-};
+use crate::spi::{ClockModel, Completion, Controller, ControllerCaps, ControllerFault, Data, Mode, TransferTiming};
 use std::time::Duration;
 use wirespeed_lab::spi::{regs, SpiController};
 use wirespeed_time::{now, Deadline};

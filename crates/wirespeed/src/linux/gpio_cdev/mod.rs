@@ -70,7 +70,11 @@ pub(crate) fn call_error(op: &'static str, e: i32, chip: &str) -> GpioError {
     match e {
         libc::ENODEV | libc::ENXIO => GpioError::ChipGone { chip: chip.to_owned() },
         libc::EACCES => GpioError::PermissionDenied { path: chip.to_owned() },
-        libc::EINVAL => GpioError::InvalidConfig { what: op, value: "rejected by the kernel".into(), allowed: "see the chip's capabilities" },
+        libc::EINVAL => GpioError::InvalidConfig {
+            what: op,
+            value: "rejected by the kernel".into(),
+            allowed: "see the chip's capabilities",
+        },
         e => GpioError::Os { op, errno: e },
     }
 }
@@ -151,10 +155,19 @@ pub fn flags_to_settings(f: u64, debounce_us: u32) -> LineSettings {
     }
 }
 
-fn push_attr(cfg: &mut gpio_v2_line_config, id: u32, value: gpio_v2_line_attribute_value, mask: u64) -> Result<(), GpioError> {
+fn push_attr(
+    cfg: &mut gpio_v2_line_config,
+    id: u32,
+    value: gpio_v2_line_attribute_value,
+    mask: u64,
+) -> Result<(), GpioError> {
     let n = cfg.num_attrs as usize;
     if n == GPIO_V2_LINE_NUM_ATTRS_MAX {
-        return Err(GpioError::invalid("line settings", "more distinct per-line settings than fit", "at most 10 attributes (distinct flag sets, output values, debounce periods)"));
+        return Err(GpioError::invalid(
+            "line settings",
+            "more distinct per-line settings than fit",
+            "at most 10 attributes (distinct flag sets, output values, debounce periods)",
+        ));
     }
     cfg.attrs[n] = gpio_v2_line_config_attribute { attr: gpio_v2_line_attribute { id, padding: 0, u: value }, mask };
     cfg.num_attrs += 1;
@@ -197,7 +210,12 @@ pub fn build_line_config(config: &LineConfig) -> Result<gpio_v2_line_config, Gpi
         push_attr(&mut cfg, GPIO_V2_LINE_ATTR_ID_FLAGS, gpio_v2_line_attribute_value { flags: f }, mask)?;
     }
     if out_mask != 0 {
-        push_attr(&mut cfg, GPIO_V2_LINE_ATTR_ID_OUTPUT_VALUES, gpio_v2_line_attribute_value { values: out_values }, out_mask)?;
+        push_attr(
+            &mut cfg,
+            GPIO_V2_LINE_ATTR_ID_OUTPUT_VALUES,
+            gpio_v2_line_attribute_value { values: out_values },
+            out_mask,
+        )?;
     }
     for (us, mask) in debounces {
         let mut v = gpio_v2_line_attribute_value { flags: 0 };
@@ -229,7 +247,13 @@ pub fn convert_event(e: &gpio_v2_line_event) -> Option<EdgeEvent> {
         GPIO_V2_LINE_EVENT_FALLING_EDGE => EdgeKind::Falling,
         _ => return None,
     };
-    Some(EdgeEvent { offset: e.offset, kind, timestamp: Instant::from_ns(e.timestamp_ns), seqno: e.seqno, line_seqno: e.line_seqno })
+    Some(EdgeEvent {
+        offset: e.offset,
+        kind,
+        timestamp: Instant::from_ns(e.timestamp_ns),
+        seqno: e.seqno,
+        line_seqno: e.line_seqno,
+    })
 }
 
 struct CdevChip {
@@ -240,14 +264,16 @@ struct CdevChip {
 impl CdevChip {
     fn chip_info(&self) -> Result<ChipInfo, GpioError> {
         let mut info: gpiochip_info = zeroed();
-        ioctl(self.fd.as_raw_fd(), GPIO_GET_CHIPINFO_IOCTL, &mut info).map_err(|e| call_error("GPIO_GET_CHIPINFO_IOCTL", e, &self.path))?;
+        ioctl(self.fd.as_raw_fd(), GPIO_GET_CHIPINFO_IOCTL, &mut info)
+            .map_err(|e| call_error("GPIO_GET_CHIPINFO_IOCTL", e, &self.path))?;
         Ok(ChipInfo { name: cstr(&info.name), label: cstr(&info.label), lines: info.lines })
     }
 
     fn raw_line_info(&self, offset: u32) -> Result<gpio_v2_line_info, GpioError> {
         let mut li: gpio_v2_line_info = zeroed();
         li.offset = offset;
-        ioctl(self.fd.as_raw_fd(), GPIO_V2_GET_LINEINFO_IOCTL, &mut li).map_err(|e| call_error("GPIO_V2_GET_LINEINFO_IOCTL", e, &self.path))?;
+        ioctl(self.fd.as_raw_fd(), GPIO_V2_GET_LINEINFO_IOCTL, &mut li)
+            .map_err(|e| call_error("GPIO_V2_GET_LINEINFO_IOCTL", e, &self.path))?;
         Ok(li)
     }
 }
@@ -311,21 +337,26 @@ struct CdevRequest {
 impl RequestBackend for CdevRequest {
     fn get_values(&self, mask: u64) -> Result<u64, GpioError> {
         let mut v = gpio_v2_line_values { bits: 0, mask };
-        ioctl(self.fd.as_raw_fd(), GPIO_V2_LINE_GET_VALUES_IOCTL, &mut v).map_err(|e| call_error("GPIO_V2_LINE_GET_VALUES_IOCTL", e, &self.chip))?;
+        ioctl(self.fd.as_raw_fd(), GPIO_V2_LINE_GET_VALUES_IOCTL, &mut v)
+            .map_err(|e| call_error("GPIO_V2_LINE_GET_VALUES_IOCTL", e, &self.chip))?;
         Ok(v.bits & mask)
     }
 
     fn set_values(&self, mask: u64, bits: u64) -> Result<(), GpioError> {
         let mut v = gpio_v2_line_values { bits, mask };
         ioctl(self.fd.as_raw_fd(), GPIO_V2_LINE_SET_VALUES_IOCTL, &mut v).map_err(|e| match e {
-            libc::EPERM => GpioError::WrongDirection { offset: mask.trailing_zeros(), needs: "an output (offset is the request index)" },
+            libc::EPERM => GpioError::WrongDirection {
+                offset: mask.trailing_zeros(),
+                needs: "an output (offset is the request index)",
+            },
             e => call_error("GPIO_V2_LINE_SET_VALUES_IOCTL", e, &self.chip),
         })
     }
 
     fn reconfigure(&self, config: &LineConfig) -> Result<(), GpioError> {
         let mut cfg = build_line_config(config)?;
-        ioctl(self.fd.as_raw_fd(), GPIO_V2_LINE_SET_CONFIG_IOCTL, &mut cfg).map_err(|e| call_error("GPIO_V2_LINE_SET_CONFIG_IOCTL", e, &self.chip))
+        ioctl(self.fd.as_raw_fd(), GPIO_V2_LINE_SET_CONFIG_IOCTL, &mut cfg)
+            .map_err(|e| call_error("GPIO_V2_LINE_SET_CONFIG_IOCTL", e, &self.chip))
     }
 
     fn event_fd(&self) -> RawFd {

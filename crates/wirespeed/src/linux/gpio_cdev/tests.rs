@@ -42,11 +42,17 @@ fn request_puts_differences_into_attributes() {
     assert_eq!(c.num_attrs, 3);
     // SAFETY (all union reads below): reading the member that matches the attribute id.
     let a0 = &c.attrs[0];
-    assert_eq!((a0.attr.id, unsafe { a0.attr.u.flags }, a0.mask), (GPIO_V2_LINE_ATTR_ID_FLAGS, GPIO_V2_LINE_FLAG_INPUT | GPIO_V2_LINE_FLAG_EDGE_FALLING, 0b1100));
+    assert_eq!(
+        (a0.attr.id, unsafe { a0.attr.u.flags }, a0.mask),
+        (GPIO_V2_LINE_ATTR_ID_FLAGS, GPIO_V2_LINE_FLAG_INPUT | GPIO_V2_LINE_FLAG_EDGE_FALLING, 0b1100)
+    );
     let a1 = &c.attrs[1];
     assert_eq!((a1.attr.id, unsafe { a1.attr.u.values }, a1.mask), (GPIO_V2_LINE_ATTR_ID_OUTPUT_VALUES, 0b01, 0b11));
     let a2 = &c.attrs[2];
-    assert_eq!((a2.attr.id, unsafe { a2.attr.u.debounce_period_us }, a2.mask), (GPIO_V2_LINE_ATTR_ID_DEBOUNCE, 100, 0b1100));
+    assert_eq!(
+        (a2.attr.id, unsafe { a2.attr.u.debounce_period_us }, a2.mask),
+        (GPIO_V2_LINE_ATTR_ID_DEBOUNCE, 100, 0b1100)
+    );
     assert!(r.padding.iter().all(|&p| p == 0) && c.padding.iter().all(|&p| p == 0));
 }
 
@@ -61,7 +67,14 @@ fn too_many_distinct_settings_is_invalid_config() {
 
 #[test]
 fn events_convert_with_monotonic_timestamps() {
-    let raw = gpio_v2_line_event { timestamp_ns: 123_456, id: GPIO_V2_LINE_EVENT_FALLING_EDGE, offset: 9, seqno: 3, line_seqno: 2, padding: [0; 6] };
+    let raw = gpio_v2_line_event {
+        timestamp_ns: 123_456,
+        id: GPIO_V2_LINE_EVENT_FALLING_EDGE,
+        offset: 9,
+        seqno: 3,
+        line_seqno: 2,
+        padding: [0; 6],
+    };
     let e = convert_event(&raw).unwrap();
     assert_eq!((e.kind, e.timestamp.as_ns(), e.offset, e.seqno, e.line_seqno), (EdgeKind::Falling, 123_456, 9, 3, 2));
     assert!(convert_event(&gpio_v2_line_event { id: 7, ..raw }).is_none());
@@ -69,7 +82,10 @@ fn events_convert_with_monotonic_timestamps() {
 
 #[test]
 fn errno_mapping() {
-    assert_eq!(open_error(libc::EACCES, "/dev/gpiochip0"), GpioError::PermissionDenied { path: "/dev/gpiochip0".into() });
+    assert_eq!(
+        open_error(libc::EACCES, "/dev/gpiochip0"),
+        GpioError::PermissionDenied { path: "/dev/gpiochip0".into() }
+    );
     assert_eq!(open_error(libc::ENOENT, "/dev/gpiochip9"), GpioError::NotFound { path: "/dev/gpiochip9".into() });
     assert_eq!(call_error("x", libc::ENODEV, "gpiochip0"), GpioError::ChipGone { chip: "gpiochip0".into() });
     assert!(matches!(call_error("x", libc::EINVAL, "c"), GpioError::InvalidConfig { .. }));

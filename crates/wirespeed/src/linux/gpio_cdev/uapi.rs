@@ -132,14 +132,28 @@ pub fn zeroed<T: Copy>() -> T {
 
 // ioctl number encoding (include/uapi/asm-generic/ioctl.h, and the
 // alternative layout of mips, powerpc and sparc).
-#[cfg(any(target_arch = "mips", target_arch = "mips64", target_arch = "powerpc", target_arch = "powerpc64", target_arch = "sparc", target_arch = "sparc64"))]
+#[cfg(any(
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "powerpc",
+    target_arch = "powerpc64",
+    target_arch = "sparc",
+    target_arch = "sparc64"
+))]
 mod enc {
     pub const SIZEBITS: u32 = 13;
     pub const NONE: u32 = 1;
     pub const READ: u32 = 2;
     pub const WRITE: u32 = 4;
 }
-#[cfg(not(any(target_arch = "mips", target_arch = "mips64", target_arch = "powerpc", target_arch = "powerpc64", target_arch = "sparc", target_arch = "sparc64")))]
+#[cfg(not(any(
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "powerpc",
+    target_arch = "powerpc64",
+    target_arch = "sparc",
+    target_arch = "sparc64"
+)))]
 mod enc {
     pub const SIZEBITS: u32 = 14;
     pub const NONE: u32 = 0;
@@ -274,7 +288,14 @@ mod tests {
 
     /// The numbers the kernel headers produce on the generic encoding
     /// (x86, arm, arm64, riscv): dir << 30 | size << 16 | 0xB4 << 8 | nr.
-    #[cfg(not(any(target_arch = "mips", target_arch = "mips64", target_arch = "powerpc", target_arch = "powerpc64", target_arch = "sparc", target_arch = "sparc64")))]
+    #[cfg(not(any(
+        target_arch = "mips",
+        target_arch = "mips64",
+        target_arch = "powerpc",
+        target_arch = "powerpc64",
+        target_arch = "sparc",
+        target_arch = "sparc64"
+    )))]
     #[test]
     fn ioctl_numbers_match_the_kernel() {
         assert_eq!(GPIO_GET_CHIPINFO_IOCTL, 0x8044_B401);

@@ -188,7 +188,10 @@ mod tests {
         assert_eq!(t.as_slice(), &crc.to_be_bytes());
         assert_eq!(f.check_read(0x10, h.as_slice(), &data, t.as_slice()), Ok(()));
         let bad = [t.as_slice()[0] ^ 0x01, t.as_slice()[1]];
-        assert!(matches!(f.check_read(0x10, h.as_slice(), &data, &bad), Err(RegmapError::CrcMismatch { reg: 0x10, .. })));
+        assert!(matches!(
+            f.check_read(0x10, h.as_slice(), &data, &bad),
+            Err(RegmapError::CrcMismatch { reg: 0x10, .. })
+        ));
         let req = f.decode_header(Op::Write, &[0xA4, 0x00, 2]).unwrap();
         assert_eq!((req.reg, req.header_len, req.data_len), (0x400, 3, Some(8)));
         assert!(f.decode_header(Op::Read, &[0x34, 0x00, 2]).is_err());

@@ -71,7 +71,11 @@ impl<B> Recorder<B> {
 impl<B: RegmapBus> RegmapBus for Recorder<B> {
     fn write(&mut self, segments: &[&[u8]]) -> Result<(), BusError> {
         let tx = segments.concat();
-        let w = self.decode(Op::Write, &tx, tx.len() - self.format.trailer_len() - header_len(&*self.format, Op::Write, &tx));
+        let w = self.decode(
+            Op::Write,
+            &tx,
+            tx.len() - self.format.trailer_len() - header_len(&*self.format, Op::Write, &tx),
+        );
         self.inner.write(segments)?;
         self.log.push(Msg { windows: vec![w], submitted: false });
         Ok(())

@@ -49,4 +49,3 @@ fn concurrent_cached_reads_see_only_written_values_in_order() {
         assert_eq!(r.map.read(0x43).unwrap(), 255);
     }
 }
-

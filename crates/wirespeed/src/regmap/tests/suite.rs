@@ -198,11 +198,21 @@ fn multi_write_of_8_adjacent_registers_is_one_message() {
         r.map.multi_write(&[(0x90, 1), (0x91, 2), (0x98, 3), (0x92, 4)]).unwrap();
         let msgs = r.log.since(before);
         assert_eq!(msgs.len(), 1, "{}", r.name);
-        assert_eq!(msgs[0].windows, vec![(Op::Write, 0x90, 2), (Op::Write, 0x98, 1), (Op::Write, 0x92, 1)], "{}", r.name);
+        assert_eq!(
+            msgs[0].windows,
+            vec![(Op::Write, 0x90, 2), (Op::Write, 0x98, 1), (Op::Write, 0x92, 1)],
+            "{}",
+            r.name
+        );
         assert_eq!((r.dev.peek(0x91), r.dev.peek(0x98), r.dev.peek(0x92)), (2, 3, 4), "{}", r.name);
         // Validation happens before anything is written.
         let before = r.log.messages();
-        assert_eq!(r.map.multi_write(&[(0x93, 1), (0xFC, 2)]), Err(RegmapError::NotWriteable { reg: 0xFC }), "{}", r.name);
+        assert_eq!(
+            r.map.multi_write(&[(0x93, 1), (0xFC, 2)]),
+            Err(RegmapError::NotWriteable { reg: 0xFC }),
+            "{}",
+            r.name
+        );
         assert_eq!(r.log.messages(), before, "{}", r.name);
         assert_eq!(r.dev.peek(0x93), 0, "{}", r.name);
     });
@@ -233,9 +243,19 @@ fn bulk_and_raw_access() {
         r.map.bulk_read(0xEF, &mut v).unwrap();
         assert_eq!(v[1], 5, "{}", r.name);
         assert_eq!(r.log.since(before)[0].windows, vec![(Op::Read, 0xEF, 3)], "{}", r.name);
-        assert_eq!(r.map.bulk_read(0xFE, &mut [0; 3]), Err(RegmapError::OutOfRange { reg: 0x100, max: 0xFF }), "{}", r.name);
+        assert_eq!(
+            r.map.bulk_read(0xFE, &mut [0; 3]),
+            Err(RegmapError::OutOfRange { reg: 0x100, max: 0xFF }),
+            "{}",
+            r.name
+        );
         assert_eq!(r.map.bulk_read(0xF9, &mut [0; 2]), Err(RegmapError::NotReadable { reg: 0xFA }), "{}", r.name);
-        assert_eq!(r.map.raw_read(0x10, &mut []), Err(RegmapError::BadLength { reg: 0x10, len: 0, multiple_of: 1 }), "{}", r.name);
+        assert_eq!(
+            r.map.raw_read(0x10, &mut []),
+            Err(RegmapError::BadLength { reg: 0x10, len: 0, multiple_of: 1 }),
+            "{}",
+            r.name
+        );
     });
 }
 
