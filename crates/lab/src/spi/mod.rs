@@ -17,7 +17,7 @@ use crate::trace::Trace;
 use model::Model;
 use std::fmt;
 use std::sync::{Arc, Weak};
-use wirespeed_time::{spin_for_ns, Instant};
+use wirespeed_time::{delay_ns, Instant};
 
 /// The bus face of an SPI device model: what a chip sees on its pins.
 pub trait SpiDeviceModel: Send {
@@ -92,7 +92,7 @@ impl SpiController {
     /// Reads a register (see [`regs`]).
     #[inline]
     pub fn read(&self, reg: u32) -> u32 {
-        spin_for_ns(self.shared.latency_ns);
+        delay_ns(self.shared.latency_ns);
         let mut m = self.lock();
         let v = m.read(reg);
         m.update_irq(&self.shared.irq);
@@ -102,7 +102,7 @@ impl SpiController {
     /// Writes a register (see [`regs`]).
     #[inline]
     pub fn write(&self, reg: u32, value: u32) {
-        spin_for_ns(self.shared.latency_ns);
+        delay_ns(self.shared.latency_ns);
         let mut m = self.lock();
         m.write(reg, value);
         m.update_irq(&self.shared.irq);
@@ -113,7 +113,7 @@ impl SpiController {
     pub fn write_fifo(&self, words: &[u32]) {
         let mut m = self.lock();
         for &w in words {
-            spin_for_ns(self.shared.latency_ns);
+            delay_ns(self.shared.latency_ns);
             m.write(regs::TXDATA, w);
         }
         m.update_irq(&self.shared.irq);
