@@ -131,7 +131,8 @@ fn irq_wait_sleeps_for_far_edges_and_polls_for_near_ones() {
         });
         at
     };
-    let at = fire(3_000_000);
+    // Far enough ahead that the wait surely starts before the edge, even on a loaded machine.
+    let at = fire(50_000_000);
     let e = r.wait_edge(LONG).unwrap().expect("the interrupt came");
     assert_eq!(e.timestamp, at);
     assert!(now() >= at);
@@ -150,7 +151,7 @@ fn irq_wait_sleeps_for_far_edges_and_polls_for_near_ones() {
     // Forced modes.
     r.set_wait_mode(WaitMode::Sleep);
     let before = r.wait_stats().slept;
-    fire(2_000_000);
+    fire(50_000_000);
     assert!(r.wait_edge(LONG).unwrap().is_some());
     assert_eq!(r.wait_stats().slept, before + 1);
     r.set_wait_mode(WaitMode::Poll);
