@@ -91,8 +91,10 @@ impl Rig {
         block.attach(0, model.clone());
         let gpio = lab.gpio_chip(GpioChipConfig::default());
         let probe = Arc::new(LowProbe::default());
-        model.int_pin().connect(gpio.input_sink(INT_LINE), now());
+        // The probe first: its lateness is the lab's, not the wake-up of
+        // the thread waiting on the GPIO line (which the sink performs).
         model.int_pin().connect(probe.clone(), now());
+        model.int_pin().connect(gpio.input_sink(INT_LINE), now());
         let chip = labgpio::open(&gpio).map_err(|e| e.to_string())?;
         let int = chip
             .request_lines(

@@ -18,6 +18,9 @@ use wirespeed_time::{now, Instant};
 pub struct EchoOutcome {
     pub echoed: u64,
     pub thread_cpu_ns: u64,
+    /// The pump thread's CPU time when the echo loop ended (same instant as
+    /// `thread_cpu_ns`; 0 without a pump thread).
+    pub pump_cpu_ns_at_end: u64,
     pub last_send: Option<Instant>,
     pub rx_frames: u64,
     pub rx_overflows: u64,
@@ -39,7 +42,13 @@ pub fn echo_id(id: u16, offset: i32) -> u16 {
 /// Runs the echo loop (the IRQ thread and canecho in one thread) until
 /// `count` frames were echoed or nothing arrived for `idle` once the
 /// generator is done.
-fn echo_thread(mut d: Mcp251xfd, count: u64, id: u16, gen_done: impl Fn() -> bool) -> Result<EchoOutcome, String> {
+fn echo_thread(
+    mut d: Mcp251xfd,
+    count: u64,
+    id: u16,
+    pump: &str,
+    gen_done: impl Fn() -> bool,
+) -> Result<EchoOutcome, String> {
     let cpu0 = thread_cpu_ns();
     let mut out = EchoOutcome::default();
     let echo = CanId::Standard(id);
@@ -56,6 +65,9 @@ fn echo_thread(mut d: Mcp251xfd, count: u64, id: u16, gen_done: impl Fn() -> boo
         }
     }
     out.thread_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+    // The pump's share stops here too: what follows (collecting the last
+    // completions) is outside the measurement for both threads.
+    out.pump_cpu_ns_at_end = named_thread_cpu_ns(pump);
     // Collect the last completions (after the measurement).
     std::thread::sleep(Duration::from_millis(5));
     let _ = d.poll();
@@ -75,13 +87,14 @@ fn spawn_echo(
     cfg: Config,
     count: u64,
     id: u16,
+    pump: String,
 ) -> Result<std::thread::JoinHandle<Result<EchoOutcome, String>>, String> {
     let int = rig.int.take().ok_or("INT line already taken")?;
     let d = Mcp251xfd::new(rig.spi.clone(), int, super::rig::INT_LINE, cfg).map_err(|e| e.to_string())?;
     let gen = rig.gen.clone();
     std::thread::Builder::new()
         .name("canecho".into())
-        .spawn(move || echo_thread(d, count, id, move || gen.is_done()))
+        .spawn(move || echo_thread(d, count, id, &pump, move || gen.is_done()))
         .map_err(|e| e.to_string())
 }
 
@@ -108,7 +121,8 @@ pub struct Timed {
 /// The timed run: `t.count` frames, each echoed, with the SPI bus traced.
 pub fn timed(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) -> Result<Timed, String> {
     let mut rig = Rig::new(policy, name, t, (2 * t.count as usize).max(16))?;
-    let handle = spawn_echo(&mut rig, driver_config(t), t.count, echo_id(t.id, echo_offset))?;
+    let handle =
+        spawn_echo(&mut rig, driver_config(t), t.count, echo_id(t.id, echo_offset), format!("spi-pump-{name}"))?;
     rig.block.trace_start((t.count as usize * 400).max(4096));
     rig.gen.start(now().add_ns(2_000_000));
     let out = handle.join().map_err(|_| "echo thread panicked")??;
@@ -176,7 +190,7 @@ pub struct Load {
 pub fn load(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) -> Result<Load, String> {
     let mut rig = Rig::new(policy, name, t, 16)?;
     let pump = format!("spi-pump-{name}");
-    let handle = spawn_echo(&mut rig, driver_config(t), t.count, echo_id(t.id, echo_offset))?;
+    let handle = spawn_echo(&mut rig, driver_config(t), t.count, echo_id(t.id, echo_offset), pump.clone())?;
     let start = now().add_ns(2_000_000);
     std::thread::sleep(Duration::from_millis(1));
     let pump0 = named_thread_cpu_ns(&pump);
@@ -184,7 +198,7 @@ pub fn load(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) -
     rig.gen.start(start);
     let out = handle.join().map_err(|_| "echo thread panicked")??;
     let u = ProcessUsage::now().since(u0);
-    let pump_cpu = named_thread_cpu_ns(&pump).saturating_sub(pump0);
+    let pump_cpu = out.pump_cpu_ns_at_end.saturating_sub(pump0);
     let end = out.last_send.unwrap_or_else(now);
     Ok(Load {
         elapsed_ns: end.ns_since(start).max(1),

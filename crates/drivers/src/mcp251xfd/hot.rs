@@ -9,9 +9,11 @@
 //!   usually carries everything; if C1RXIF says the FIFO is empty the object
 //!   bytes are ignored.
 //! - `rx_uinc`: WRITE of FIFOCON1's byte 1 = UINC.
-//! - `tx[class][with_uinc]`: WRITE of the TX object at the TXQ head, then
-//!   WRITE of TXQCON's byte 1 = UINC | TXREQ, and optionally the deferred
-//!   RX UINC — one message, CS toggled between accesses.
+//! - `tx[class][rx_uinc][tef_uinc]`: WRITE of the TX object at the TXQ
+//!   head, then WRITE of TXQCON's byte 1 = UINC | TXREQ, and optionally the
+//!   deferred RX UINC and a deferred TEF UINC (a completion the last status
+//!   read announced) — one message, CS toggled between accesses, the
+//!   request first so that the frame reaches the wire as early as possible.
 //! - `tef`: READ of the TEF object at the tail, then WRITE TEFCON byte 1 =
 //!   UINC; `tef_uinc`: the UINC alone, when TX timestamps are not wanted.
 //!
@@ -34,8 +36,9 @@ pub(crate) struct Hot {
     pub crc: bool,
     pub status_rx: PreparedMessage,
     pub rx_uinc: PreparedMessage,
-    /// [short (≤ 8 data bytes), long (tx payload)] × [plain, + RX UINC].
-    pub tx: [[PreparedMessage; 2]; 2],
+    /// [short (≤ 8 data bytes), long (tx payload)] × [plain, + RX UINC] ×
+    /// [plain, + TEF UINC].
+    pub tx: [[[PreparedMessage; 2]; 2]; 2],
     pub tx_data: [usize; 2],
     pub tef: PreparedMessage,
     /// TEF UINC alone (completions without TX timestamps).
@@ -74,26 +77,35 @@ impl Hot {
         let rx_uinc_t = || write(c1fifocon(1) + 1, &uinc_byte(c1fifocon(1), FIFOCON_UINC), crc);
         let rx_uinc = p(vec![rx_uinc_t()])?;
         let tx_data = [8usize, usize::from(l.txq_obj) - 8];
-        let tx_msg = |data: usize, with_uinc: bool| {
+        let tef_uinc_t = || write(C1TEFCON + 1, &uinc_byte(C1TEFCON, TEFCON_UINC), crc);
+        let tx_msg = |data: usize, rx_u: bool, tef_u: bool| {
             let mut v = vec![
-                write(l.txq_base, &vec![0u8; 8 + data], crc).cs_change(None),
+                write(l.txq_base, &vec![0u8; 8 + data], crc),
                 write(C1TXQCON + 1, &uinc_byte(C1TXQCON, FIFOCON_UINC | FIFOCON_TXREQ), crc),
             ];
-            if with_uinc {
-                v[1] = write(C1TXQCON + 1, &uinc_byte(C1TXQCON, FIFOCON_UINC | FIFOCON_TXREQ), crc).cs_change(None);
+            if rx_u {
                 v.push(rx_uinc_t());
             }
+            if tef_u {
+                v.push(tef_uinc_t());
+            }
+            // CS toggles between accesses (each is one instruction).
+            let last = v.len() - 1;
+            let v = v.into_iter().enumerate().map(|(i, t)| if i < last { t.cs_change(None) } else { t }).collect();
             p(v)
         };
-        let tx = [
-            [tx_msg(tx_data[0], false)?, tx_msg(tx_data[0], true)?],
-            [tx_msg(tx_data[1], false)?, tx_msg(tx_data[1], true)?],
-        ];
+        let class = |data: usize| -> Result<[[PreparedMessage; 2]; 2], Error> {
+            Ok([
+                [tx_msg(data, false, false)?, tx_msg(data, false, true)?],
+                [tx_msg(data, true, false)?, tx_msg(data, true, true)?],
+            ])
+        };
+        let tx = [class(tx_data[0])?, class(tx_data[1])?];
         let tef = p(vec![
             read(l.tef_base, TEF_OBJ, crc).cs_change(None),
             write(C1TEFCON + 1, &uinc_byte(C1TEFCON, TEFCON_UINC), crc),
         ])?;
-        let tef_uinc = p(vec![write(C1TEFCON + 1, &uinc_byte(C1TEFCON, TEFCON_UINC), crc)])?;
+        let tef_uinc = p(vec![tef_uinc_t()])?;
         Ok(Hot { crc, status_rx, rx_uinc, tx, tx_data, tef, tef_uinc })
     }
 
@@ -122,11 +134,11 @@ impl Hot {
         Ok((int, rxif, obj))
     }
 
-    /// Fills TX message `[class][u]` with `frame` at `addr`, sequence `seq`.
-    pub(crate) fn fill_tx(&mut self, class: usize, u: usize, addr: u16, frame: &Frame, seq: u32) {
+    /// Fills TX message `[class][rx_u][tef_u]` with `frame` at `addr`, sequence `seq`.
+    pub(crate) fn fill_tx(&mut self, (class, rx_u, tef_u): (usize, usize, usize), addr: u16, frame: &Frame, seq: u32) {
         let crc = self.crc;
         let (h, _) = overhead(crc);
-        let Some(b) = self.tx[class][u].tx_mut(0) else { return };
+        let Some(b) = self.tx[class][rx_u][tef_u].tx_mut(0) else { return };
         let t0 = id_word(frame.id());
         let t1 = flags_word(frame) | (seq << OBJ_FLAGS_SEQ_SHIFT);
         b[h..h + 4].copy_from_slice(&t0.to_le_bytes());

@@ -23,9 +23,11 @@
 //!   receive), so an echo's TX reaches the wire first.
 //! - **Transmit** ([`Mcp251xfd::send`]): one prepared message writes the
 //!   object at the TXQ head and sets UINC | TXREQ. Completions come back
-//!   through the TEF (with timestamps), reaped lazily: the TEF does not
-//!   raise INT; its entries are collected after a receive and whenever the
-//!   TX queue is full.
+//!   through the TEF, reaped lazily: the TEF does not raise INT; a
+//!   receive's status read tells that it holds an entry (C1INT.TEFIF). With
+//!   TX timestamps the entry is read before the next wait; without, its
+//!   UINC rides in the next transmit's message. Whenever the TX queue is
+//!   full, the TEF is drained (TEFSTA).
 //! - **Errors**: CERRIF → error counters and state (active, warning,
 //!   passive, bus-off) with events counted; the controller recovers from
 //!   bus-off by itself (128 × 11 recessive bits) or on
@@ -274,7 +276,11 @@ impl Mcp251xfd {
         if self.rx_uinc_pending {
             self.run_rx_uinc()?;
         }
-        if self.tef_hint {
+        // Without TX timestamps a completion is only a TEF UINC: the next
+        // `send` carries it in its own message (one SPI message fewer per
+        // echoed frame). With timestamps the entry is read now.
+        let tef_room = self.tx_in_flight < usize::from(self.plan.layout.txq_depth);
+        if self.tef_hint && (self.cfg.tx_timestamps || !tef_room) {
             self.reap_hinted()?;
         }
         let t: Instant = now();

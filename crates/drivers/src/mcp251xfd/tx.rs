@@ -10,7 +10,8 @@ use wirespeed::time::now;
 
 impl Mcp251xfd {
     /// Queues `frame` for transmission: one prepared message writes the TX
-    /// object and requests it (and carries a deferred RX UINC). Waits up to
+    /// object and requests it (and carries a deferred RX UINC and, without
+    /// TX timestamps, the UINC of a completion the last interrupt announced). Waits up to
     /// [`Config::tx_timeout`](super::Config::tx_timeout) for room if the
     /// queue is full.
     pub fn send(&mut self, frame: &Frame) -> Result<(), Error> {
@@ -31,11 +32,18 @@ impl Mcp251xfd {
         let l = self.plan.layout;
         let addr = l.txq_base + u16::from(self.txq_head) * l.txq_obj;
         let class = usize::from(frame.len() > 8);
-        let u = usize::from(self.rx_uinc_pending);
+        let rx_u = usize::from(self.rx_uinc_pending);
+        // A completion the last status read announced rides along (its
+        // UINC alone is the whole reap when TX timestamps are off).
+        let tef_u = usize::from(self.tef_hint && !self.cfg.tx_timestamps && self.tx_in_flight > 0);
         let seq = self.tx_seq & 0x7F;
-        self.hot.fill_tx(class, u, addr, frame, seq);
-        self.io.dev.run(&mut self.hot.tx[class][u])?;
+        self.hot.fill_tx((class, rx_u, tef_u), addr, frame, seq);
+        self.io.dev.run(&mut self.hot.tx[class][rx_u][tef_u])?;
         self.rx_uinc_pending = false;
+        if tef_u == 1 {
+            self.tef_hint = false;
+            self.completed(l.tef_depth)?;
+        }
         self.tx_seq = self.tx_seq.wrapping_add(1);
         self.txq_head = (self.txq_head + 1) % l.txq_depth;
         self.tx_in_flight += 1;
