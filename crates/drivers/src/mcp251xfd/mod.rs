@@ -39,7 +39,6 @@
 
 pub mod bittiming;
 mod config;
-mod crc;
 mod error;
 mod filter;
 mod hot;
@@ -52,7 +51,6 @@ pub mod timestamp;
 mod tx;
 
 pub use config::{device_config, Config, Layout, OpMode, Plan};
-pub use crc::{crc16, crc16_update};
 pub use error::Error;
 pub use filter::Filter;
 pub use intwait::{IntWaitConfig, IntWaitStats};

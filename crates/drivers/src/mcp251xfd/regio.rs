@@ -14,7 +14,7 @@
 //! (the Linux driver special-cases the same accesses). The encoders ([`encode_read`], [`encode_write`], [`check_read`])
 //! are shared with the prepared messages of the hot path.
 
-use super::crc::crc16;
+use wirespeed::regmap::format::crc16_cms;
 use super::error::Error;
 use super::regs::*;
 use wirespeed::regmap::format::Mcp251xfd as Mcp251xfdFormat;
@@ -68,7 +68,7 @@ pub fn encode_write(buf: &mut [u8], addr: u16, data: &[u8], crc: bool) {
     }
     buf[h..h + data.len()].copy_from_slice(data);
     if crc {
-        let c = crc16(&buf[..h + data.len()]);
+        let c = crc16_cms(&[&buf[..h + data.len()]]);
         buf[h + data.len()..h + data.len() + 2].copy_from_slice(&c.to_be_bytes());
     }
 }
@@ -84,7 +84,7 @@ pub fn readdress_write(buf: &mut [u8], addr: u16, crc: bool) {
 pub fn reseal_write(buf: &mut [u8], crc: bool) {
     if crc {
         let n = buf.len() - 2;
-        let c = crc16(&buf[..n]);
+        let c = crc16_cms(&[&buf[..n]]);
         buf[n..].copy_from_slice(&c.to_be_bytes());
     }
 }
@@ -97,7 +97,7 @@ pub fn check_read(buf: &[u8], addr: u16, crc: bool) -> Result<&[u8], Error> {
         let mut hdr = [0u8; 3];
         hdr[..2].copy_from_slice(&cmd(INSTR_READ_CRC, addr));
         hdr[2] = len_byte(addr, n);
-        let want = super::crc::crc16_update(crc16(&hdr), &buf[h..h + n]);
+        let want = crc16_cms(&[&hdr, &buf[h..h + n]]);
         let got = u16::from_be_bytes([buf[h + n], buf[h + n + 1]]);
         if want != got {
             return Err(Error::Crc { addr, computed: want, received: got });
