@@ -14,9 +14,9 @@
 //! (the Linux driver special-cases the same accesses). The encoders ([`encode_read`], [`encode_write`], [`check_read`])
 //! are shared with the prepared messages of the hot path.
 
-use wirespeed::regmap::format::crc16_cms;
 use super::error::Error;
 use super::regs::*;
+use wirespeed::regmap::format::crc16_cms;
 use wirespeed::regmap::format::Mcp251xfd as Mcp251xfdFormat;
 use wirespeed::regmap::{CacheType, Regmap, RegmapConfig, RegmapError, SpiBus};
 use wirespeed::spi::{SpiDevice, Transfer};
