@@ -34,6 +34,7 @@ use wirespeed_time::{delay, now, remeasure_wake_margins, spin_threshold, WakeMar
 
 use crate::stats::{mean, percentile, round};
 use crate::table::Table;
+use crate::usage::thread_cpu_ns;
 
 /// Iterations of a test between two reads of the thread's CPU time.
 pub const CHUNK: usize = 64;
@@ -187,13 +188,6 @@ fn make_thread_normal() -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid timespec pointer; the clock always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// One pass on the calling thread.

@@ -35,6 +35,7 @@ pub mod spi_cs;
 
 use crate::stats::{mean, median, round, stddev};
 use crate::table::Table;
+use crate::usage::thread_cpu_ns;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -119,13 +120,6 @@ const LINE: u32 = 0;
 
 fn config() -> RequestConfig {
     RequestConfig::new("bench-gpio").line(LINE, LineSettings::output(false))
-}
-
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Wall and thread-CPU time of a slice, µs.

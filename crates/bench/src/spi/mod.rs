@@ -196,25 +196,12 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     };
     drop(series);
     let throughput = if o.async_threads > 0 {
+        let run = |mode| throughput::run(mode, o.async_threads, o.async_msgs, o.size, o.hz, o.async_window);
         let mut sync = Vec::new();
         let mut asy = Vec::new();
         for _ in 0..2 {
-            sync.push(throughput::run(
-                throughput::Mode::Sync,
-                o.async_threads,
-                o.async_msgs,
-                o.size,
-                o.hz,
-                o.async_window,
-            )?);
-            asy.push(throughput::run(
-                throughput::Mode::Async,
-                o.async_threads,
-                o.async_msgs,
-                o.size,
-                o.hz,
-                o.async_window,
-            )?);
+            sync.push(run(throughput::Mode::Sync)?);
+            asy.push(run(throughput::Mode::Async)?);
         }
         let med = |v: &[throughput::Throughput]| throughput::Throughput {
             bus_utilization: median(&v.iter().map(|t| t.bus_utilization).collect::<Vec<_>>()),

@@ -146,18 +146,16 @@ pub(crate) fn ensure_powered(hw: &mut BusHw) -> bool {
 }
 
 /// Releases a CS left active by a previous message's final `cs_change`.
-pub(crate) fn release_held_cs(hw: &mut BusHw, devices_last_off: Option<&AtomicU64>) -> Result<(), SpiError> {
+pub(crate) fn release_held_cs(hw: &mut BusHw) -> Result<(), SpiError> {
     if let Some((_, cs)) = hw.cs_held.take() {
-        let t = drive_cs(hw, &cs, false, true)?;
-        if let Some(a) = devices_last_off {
-            a.store(t.as_ns(), Ordering::Relaxed);
-        }
+        drive_cs(hw, &cs, false, false)?;
     }
     Ok(())
 }
 
-/// Runs `msg` for `dev`. Validation must have passed (prepared messages) or
-/// is re-checked step by step here (cheap: the same arithmetic).
+/// Runs `msg` for `dev`. The message was validated before anything reaches
+/// here; each step comes from `msg` (precomputed for prepared and inline-
+/// planned messages, planned again only for messages of more than 8 transfers).
 pub(crate) fn execute<M: MessageSource + ?Sized>(
     hw: &mut BusHw,
     dev: &DeviceState,
@@ -166,7 +164,7 @@ pub(crate) fn execute<M: MessageSource + ?Sized>(
 ) -> Result<(), SpiError> {
     let mut cs_active = matches!(hw.cs_held, Some((id, _)) if id == dev.id);
     if !cs_active {
-        release_held_cs(hw, None)?;
+        release_held_cs(hw)?;
     } else {
         hw.cs_held = None;
         // A GPIO chip select held since the last message may have gone with

@@ -179,7 +179,7 @@ fn teardown_if_idle(inner: &BusInner) {
     let mut hw = inner.lock_hw();
     let idle_at = inner.last_activity_ns.load(Ordering::Relaxed) + inner.policy.idle_delay.as_nanos() as u64;
     if hw.powered && now().as_ns() >= idle_at && inner.queue_len.load(Ordering::Acquire) == 0 {
-        let _ = super::exec::release_held_cs(&mut hw, None);
+        let _ = super::exec::release_held_cs(&mut hw);
         hw.ctlr.set_power(false);
         hw.powered = false;
         inner.powered.store(false, Ordering::Release);
