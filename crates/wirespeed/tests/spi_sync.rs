@@ -157,3 +157,18 @@ fn invalid_messages_are_rejected_and_send_nothing() {
         Err(InvalidMessage::NoSuchChipSelect { cs: 9, available: 4 })
     ));
 }
+
+#[test]
+fn a_held_cs_released_by_another_device_still_keeps_its_inactive_time() {
+    let b = bench(Policy::fast());
+    let a = b.bus.device(DeviceConfig::new(0, 20_000_000).cs_timing_ns(0, 0, 20_000)).unwrap();
+    let other = b.bus.device(DeviceConfig::new(1, 20_000_000)).unwrap();
+    b.block.trace_start(1 << 12);
+    a.sync(&mut [Transfer::write(&[1]).cs_change(None)]).unwrap(); // CS 0 stays active
+    other.write(&[0x02, 0x00, 0x55]).unwrap(); // releases CS 0 first
+    a.write(&[2]).unwrap();
+    let w: Vec<_> = cs_windows(&b.block.trace_take()).into_iter().filter(|w| w.line == 0).collect();
+    assert_eq!(w.len(), 2, "{w:?}");
+    let gap = w[1].asserted_at.ns_since(w[0].deasserted_at.unwrap());
+    assert!(gap >= 20_000, "CS 0 inactive for {gap} ns after its release by another device; 20 µs required");
+}

@@ -215,7 +215,7 @@ impl Bus {
     pub fn device(&self, cfg: DeviceConfig) -> Result<SpiDevice, InvalidMessage> {
         super::plan::check_device(&cfg, &self.inner.caps)?;
         let id = self.inner.next_device_id.fetch_add(1, Ordering::Relaxed);
-        Ok(SpiDevice::new(self.clone(), DeviceState { id, cfg, last_cs_off: AtomicU64::new(0) }))
+        Ok(SpiDevice::new(self.clone(), DeviceState { id, cfg, last_cs_off: Arc::new(AtomicU64::new(0)) }))
     }
 
     /// The policy the bus runs with.

@@ -14,6 +14,7 @@ use super::transfer::{Data, Mode, Transfer};
 use super::waits::{classic_delay_ns, wait_until};
 use super::wakeup::IrqCost;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use wirespeed_time::{now, Deadline, Instant};
 
 /// The kernel's `cs_change` delay when none is given (`_spi_transfer_cs_change_delay_exec`).
@@ -25,7 +26,18 @@ pub(crate) struct DeviceState {
     pub id: u64,
     pub cfg: DeviceConfig,
     /// When this device's CS last went inactive (ns on the monotonic clock).
-    pub last_cs_off: AtomicU64,
+    /// Shared with the bus while this device's CS is held, so that whoever
+    /// releases it stamps the release here.
+    pub last_cs_off: Arc<AtomicU64>,
+}
+
+/// A chip select left active by a message's final `cs_change`.
+#[derive(Debug)]
+pub(crate) struct HeldCs {
+    pub device: u64,
+    pub cs: ChipSelect,
+    /// The holding device's last-CS-off stamp, written on release.
+    pub last_off: Arc<AtomicU64>,
 }
 
 /// The hardware side of a bus, owned by whoever holds the bus.
@@ -35,7 +47,7 @@ pub(crate) struct BusHw {
     pub setup: Option<(Mode, u32, u8)>,
     pub powered: bool,
     /// A device whose CS was left active by `cs_change` on a message's last transfer.
-    pub cs_held: Option<(u64, ChipSelect)>,
+    pub cs_held: Option<HeldCs>,
 }
 
 impl std::fmt::Debug for BusHw {
@@ -147,8 +159,9 @@ pub(crate) fn ensure_powered(hw: &mut BusHw) -> bool {
 
 /// Releases a CS left active by a previous message's final `cs_change`.
 pub(crate) fn release_held_cs(hw: &mut BusHw) -> Result<(), SpiError> {
-    if let Some((_, cs)) = hw.cs_held.take() {
-        drive_cs(hw, &cs, false, false)?;
+    if let Some(held) = hw.cs_held.take() {
+        let t = drive_cs(hw, &held.cs, false, true)?;
+        held.last_off.store(t.as_ns(), Ordering::Relaxed);
     }
     Ok(())
 }
@@ -162,7 +175,7 @@ pub(crate) fn execute<M: MessageSource + ?Sized>(
     ctx: &ExecCtx<'_>,
     msg: &mut M,
 ) -> Result<(), SpiError> {
-    let mut cs_active = matches!(hw.cs_held, Some((id, _)) if id == dev.id);
+    let mut cs_active = hw.cs_held.as_ref().is_some_and(|h| h.device == dev.id);
     if !cs_active {
         release_held_cs(hw)?;
     } else {
@@ -278,7 +291,7 @@ fn run_steps<M: MessageSource + ?Sized>(
         }
     }
     if *cs_active {
-        hw.cs_held = Some((dev.id, cfg.cs.clone()));
+        hw.cs_held = Some(HeldCs { device: dev.id, cs: cfg.cs.clone(), last_off: dev.last_cs_off.clone() });
     }
     Ok(())
 }
