@@ -44,7 +44,8 @@ impl Pin {
 
     /// Drives the net; sinks hear only real changes.
     pub fn set(&self, high: bool, at: Instant) {
-        if self.inner.level.swap(high, Ordering::AcqRel) != high {
+        // A plain load first: most calls re-assert the level the net already has.
+        if self.inner.level.load(Ordering::Acquire) != high && self.inner.level.swap(high, Ordering::AcqRel) != high {
             for s in self.inner.sinks.lock().unwrap_or_else(|e| e.into_inner()).iter() {
                 s.drive(high, at);
             }

@@ -35,6 +35,11 @@ struct Shared {
     wake: Condvar,
 }
 
+thread_local! {
+    /// The scheduler whose interrupt thread this is (null elsewhere).
+    static RUNNING: std::cell::Cell<*const Shared> = const { std::cell::Cell::new(std::ptr::null()) };
+}
+
 /// Handle to a lab's interrupt thread. Cloning shares the thread; it stops
 /// when the last handle is dropped.
 #[derive(Clone)]
@@ -88,7 +93,10 @@ impl Scheduler {
         st.due.push(Reverse((at, id)));
         st.tasks.insert(id, Box::new(task));
         drop(st);
-        if earliest.is_none_or(|e| at < e) {
+        // The interrupt thread looks at the queue again after each task:
+        // waking it from its own task would only cost a system call.
+        let own_thread = RUNNING.with(|r| std::ptr::eq(r.get(), Arc::as_ptr(&self.shared)));
+        if earliest.is_none_or(|e| at < e) && !own_thread {
             self.shared.wake.notify_one();
         }
         TimerId(id)
@@ -140,6 +148,7 @@ impl Margin {
 }
 
 fn run(shared: &Shared) {
+    RUNNING.with(|r| r.set(shared));
     // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer argument.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
     let mut margin = Margin { late_ns: Margin::INITIAL_NS };

@@ -12,7 +12,10 @@
 //!   between the first and second access after the frame), the bit lengths of
 //!   the frame's SPI transfers, and the **physical limit** of each echo:
 //!   the SPI wire time between EOF and the echo's SOF, plus the model's store
-//!   and TX-start delays, plus the bus intermission (3 bits);
+//!   and TX-start delays, plus the bus intermission (3 bits); and where each
+//!   gap went (`gap_breakdown_us`, medians): EOF → INT asserted, INT → the
+//!   driver's first CS (the interrupt's delivery and the wake-up), first CS
+//!   → echo SOF (SPI, software between messages, the model's TX start);
 //! - the **load run** (back-to-back frames, 20,000 by default) for CPU:
 //!   `irq_thread_cpu_pct` is the CPU time of the threads that do the IRQ
 //!   path's work — the echo thread (`CLOCK_THREAD_CPUTIME_ID`) plus the SPI
@@ -107,6 +110,11 @@ impl PolicyReport {
             "gap_us": summary(&t.gaps_us),
             "irq_low_us": r1(median(&t.irq_low_us)),
             "int_delivery_us": r1(median(&t.int_delivery_us)),
+            "gap_breakdown_us": {
+                "eof_to_int": r1(median(&t.breakdown_us[0])),
+                "int_to_first_cs": r1(median(&t.breakdown_us[1])),
+                "first_cs_to_sof": r1(median(&t.breakdown_us[2])),
+            },
             "cs_to_clock_us": round(median(&t.cs_to_clock_us), 2),
             "cs_high_gap_us": round(median(&t.cs_high_gap_us), 2),
             "spi_transfers_per_frame": t.transfers_per_frame,

@@ -113,6 +113,8 @@ pub struct Timed {
     pub cs_high_gap_us: Vec<f64>,
     pub limits_us: Vec<f64>,
     pub transfers_per_frame: Vec<u64>,
+    /// Per echo: RX EOF → INT asserted, INT → first CS, first CS → echo SOF (µs).
+    pub breakdown_us: [Vec<f64>; 3],
     pub frames_sent: u64,
     pub frames_echoed: u64,
     pub payload_mismatches: u64,
@@ -168,6 +170,18 @@ pub fn timed(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) 
     out.transfers_per_frame =
         patterns.into_iter().max_by_key(|(b, n)| (*n, b.len())).map(|(b, _)| b).unwrap_or_default();
     out.cs_to_clock_us = windows.iter().filter_map(|w| w.cs_to_clock_ns()).map(|n| n as f64 / 1e3).collect();
+    let falls: Vec<Instant> = rig.probe.intervals().iter().map(|(f, _)| *f).collect();
+    for p in &report.pairs {
+        let (eof, sof) = (p.request.stamp.eof, p.echo.stamp.sof);
+        let Some(&int) = falls.iter().find(|&&f| f >= eof && f < sof) else { continue };
+        let Some(first) = windows.iter().find(|w| w.asserted_at >= int && w.asserted_at < sof) else { continue };
+        let us = |a: Instant, b: Instant| b.ns_since(a) as f64 / 1e3;
+        for (v, x) in
+            out.breakdown_us.iter_mut().zip([us(eof, int), us(int, first.asserted_at), us(first.asserted_at, sof)])
+        {
+            v.push(x);
+        }
+    }
     out.int_delivery_us = rig.probe.lateness().iter().map(|&n| n as f64 / 1e3).collect();
     out.irq_low_us = rig.probe.intervals().iter().map(|(f, r)| r.ns_since(*f) as f64 / 1e3).collect();
     Ok(out)

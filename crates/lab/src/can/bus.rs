@@ -277,6 +277,9 @@ struct Outcome {
     mismatched: Vec<NodeId>,
     nominal_bits: u32,
     data_bits: u32,
+    /// Some node lost arbitration and still holds its frame: the bus must
+    /// arbitrate again once idle.
+    retry: bool,
 }
 
 impl Bus {
@@ -589,6 +592,7 @@ fn arbitrate(inner: &Arc<Inner>, t: Instant) {
         mismatched,
         nominal_bits: fb.nominal_bits(),
         data_bits: fb.data_bits(),
+        retry: !losers.is_empty(),
     };
     {
         let mut st = lock(inner);
@@ -622,6 +626,11 @@ fn complete(inner: &Arc<Inner>, o: Outcome) {
         let idle = st.idle_at;
         for &(id, _) in &o.transmitters {
             let n = &mut st.nodes[usize::from(id.0)];
+            if n.bus_off_until.is_some() {
+                // Forced bus-off while its frame was on the wire: the node
+                // stays off; the frame's outcome does not move its counters.
+                continue;
+            }
             let before = n.counters;
             let passive = before.state() != ErrorState::Active;
             match o.error {
@@ -663,7 +672,12 @@ fn complete(inner: &Arc<Inner>, o: Outcome) {
         let mm: Vec<Arc<dyn CanNode>> =
             o.mismatched.iter().map(|id| st.nodes[usize::from(id.0)].node.clone()).collect();
         st.phase = Phase::Idle;
-        st.wakes.insert(idle);
+        // Arbitrate again at idle only for a frame still waiting (a loser,
+        // or a transmitter retrying after an error); a node with a new frame
+        // calls `request`. An idle bus schedules nothing.
+        if o.retry || o.error.is_some() {
+            st.wakes.insert(idle);
+        }
         rearm(inner, &mut st);
         (tx, rx, mm, st.observers.clone())
     };
@@ -678,16 +692,9 @@ fn complete(inner: &Arc<Inner>, o: Outcome) {
         nominal_bits: o.nominal_bits,
         data_bits: o.data_bits,
     };
-    for obs in &observers {
-        obs.frame(&record);
-    }
-    let outcome = match o.error {
-        None => TxOutcome::Sent,
-        Some(e) => TxOutcome::Error(e),
-    };
-    for (node, token) in &tx_nodes {
-        node.tx_done(*token, outcome, o.stamp);
-    }
+    // Receivers first: a controller model raising its RX interrupt is what
+    // software waits for; telling transmitters or observers (either may wake
+    // a thread) must not delay that interrupt.
     match o.error {
         None => {
             for node in &rx_nodes {
@@ -702,6 +709,18 @@ fn complete(inner: &Arc<Inner>, o: Outcome) {
     }
     for node in &mm_nodes {
         node.rx_error(BusError::Form, end);
+    }
+    let outcome = match o.error {
+        None => TxOutcome::Sent,
+        Some(e) => TxOutcome::Error(e),
+    };
+    // Observers before transmitters: once a sender learns its frame went
+    // out, every recorder already holds it.
+    for obs in &observers {
+        obs.frame(&record);
+    }
+    for (node, token) in &tx_nodes {
+        node.tx_done(*token, outcome, o.stamp);
     }
     for (node, c) in changed {
         node.error_counters_changed(c, end);

@@ -45,12 +45,13 @@ impl Core {
 
     pub(super) fn fifo_irq(&self, m: usize) -> (bool, bool, bool, bool) {
         // (tx pending, rx pending, rx overflow, tx attempts)
-        if !self.fifo_active(m) || self.mode == Mode::Config {
+        let f = &self.fifos[m];
+        let ie = f.con;
+        // Most FIFOs have no interrupt enabled: skip them before deriving flags.
+        if ie & (0x7 | FIFOCON_RXOVIE | FIFOCON_TXATIE) == 0 || !self.fifo_active(m) || self.mode == Mode::Config {
             return (false, false, false, false);
         }
-        let f = &self.fifos[m];
         let fl = self.fifo_flags(m);
-        let ie = f.con;
         let level = fl & ie & 0x7 != 0;
         let ov = fl & FIFOSTA_RXOVIF != 0 && ie & FIFOCON_RXOVIE != 0;
         let at = fl & FIFOSTA_TXATIF != 0 && ie & FIFOCON_TXATIE != 0;
