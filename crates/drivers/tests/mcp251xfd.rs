@@ -106,9 +106,17 @@ fn echo_through_the_driver_with_timestamps() {
         let (sent, echoed): (Vec<&wirespeed_lab::can::FrameRecord>, Vec<_>) =
             ok.partition(|r| r.transmitter == gen.node());
         assert_eq!(echoed.len(), 50);
+        let bad: Vec<_> = sent
+            .iter()
+            .zip(&echoed)
+            .enumerate()
+            .filter(|(_, (a, b))| a.frame.data() != b.frame.data())
+            .map(|(i, (a, b))| (i, a.frame.data().to_vec(), b.frame.data().to_vec()))
+            .collect();
         assert!(
-            sent.iter().zip(&echoed).all(|(a, b)| a.frame.data() == b.frame.data()),
-            "echoes carry the payloads in order"
+            bad.is_empty(),
+            "echoes carry the payloads in order (crc {crc}, ts {tx_timestamps}): {bad:?} of {}",
+            sent.len()
         );
         let s = d.stats();
         assert_eq!((s.rx_frames, s.tx_frames, s.rx_overflows, s.rx_dropped), (50, 50, 0, 0));

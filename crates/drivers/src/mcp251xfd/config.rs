@@ -64,7 +64,7 @@ pub struct Config {
 
 impl Default for Config {
     /// 40 MHz clock, 500 kbit/s CAN 2.0, 80 % sample point, a 32-deep RX FIFO
-    /// and an 8-deep TXQ/TEF of 8-byte objects.
+    /// and an 8-deep TX FIFO/TEF of 8-byte objects.
     fn default() -> Self {
         Config {
             clock_hz: 40_000_000,
@@ -95,8 +95,9 @@ pub fn device_config(cs: u8, clock_hz: u32) -> DeviceConfig {
     DeviceConfig::new(cs, hz).cs_timing_ns(50, 50, 50)
 }
 
-/// Addresses and sizes of the TEF, TXQ and RX FIFO 1 in message RAM, in the
-/// order the device allocates them (TEF, TXQ, FIFO 1).
+/// Addresses and sizes of the TEF, the RX FIFO (1) and the TX FIFO (2) in
+/// message RAM, in the order the device allocates them (TEF, FIFO 1, FIFO 2;
+/// the TXQ is disabled and takes no RAM).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
     /// TEF base and object size (12: with timestamp).
@@ -105,12 +106,12 @@ pub struct Layout {
     pub tef_obj: u16,
     /// TEF depth.
     pub tef_depth: u8,
-    /// TXQ base.
-    pub txq_base: u16,
-    /// TXQ object size.
-    pub txq_obj: u16,
-    /// TXQ depth.
-    pub txq_depth: u8,
+    /// TX FIFO base.
+    pub tx_base: u16,
+    /// TX FIFO object size.
+    pub tx_obj: u16,
+    /// TX FIFO depth.
+    pub tx_depth: u8,
     /// RX FIFO 1 base.
     pub rx_base: u16,
     /// RX object size (12 + payload: with timestamp).
@@ -187,12 +188,12 @@ impl Config {
         let tx_depth = depth("tx_depth", self.tx_depth)?;
         let rx_depth = depth("rx_depth", self.rx_depth)?;
         let tef_obj = 12u16;
-        let txq_obj = 8 + self.tx_payload as u16;
+        let tx_obj = 8 + self.tx_payload as u16;
         let rx_obj = 12 + self.rx_payload as u16;
         let tef_base = RAM_START;
-        let txq_base = tef_base + tef_obj * u16::from(tx_depth);
-        let rx_base = txq_base + txq_obj * u16::from(tx_depth);
-        let end = usize::from(rx_base + rx_obj * u16::from(rx_depth));
+        let rx_base = tef_base + tef_obj * u16::from(tx_depth);
+        let tx_base = rx_base + rx_obj * u16::from(rx_depth);
+        let end = usize::from(tx_base + tx_obj * u16::from(tx_depth));
         if end > usize::from(RAM_START + RAM_SIZE) {
             return Err(Error::RamOverflow { needed: end - usize::from(RAM_START) });
         }
@@ -207,9 +208,9 @@ impl Config {
             tef_base,
             tef_obj,
             tef_depth: tx_depth,
-            txq_base,
-            txq_obj,
-            txq_depth: tx_depth,
+            tx_base,
+            tx_obj,
+            tx_depth: tx_depth,
             rx_base,
             rx_obj,
             rx_depth,
@@ -239,8 +240,8 @@ mod tests {
         let p = Config { nominal_bitrate: 250_000, ..Config::default() }.plan().unwrap();
         let l = p.layout;
         assert_eq!(
-            (l.tef_base, l.txq_base, l.rx_base, l.rx_depth),
-            (0x400, 0x400 + 8 * 12, 0x400 + 8 * 12 + 8 * 16, 32)
+            (l.tef_base, l.rx_base, l.tx_base, l.rx_depth),
+            (0x400, 0x400 + 8 * 12, 0x400 + 8 * 12 + 32 * 20, 32)
         );
         assert_eq!(p.tbc_pre, 39);
         let big = Config {

@@ -61,7 +61,7 @@ pub enum Error {
         /// What is allowed.
         allowed: &'static str,
     },
-    /// The FIFO/TEF/TXQ layout does not fit the 2 KiB message RAM.
+    /// The TEF/FIFO layout does not fit the 2 KiB message RAM.
     RamOverflow {
         /// Bytes needed.
         needed: usize,

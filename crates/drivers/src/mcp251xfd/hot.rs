@@ -8,9 +8,9 @@
 //!   bytes). Interrupts are almost always a received frame, so one message
 //!   usually carries everything; if C1RXIF says the FIFO is empty the object
 //!   bytes are ignored.
-//! - `rx_uinc`: WRITE of FIFOCON1's byte 1 = UINC.
-//! - `tx[class][rx_uinc][tef_uinc]`: WRITE of the TX object at the TXQ
-//!   head, then WRITE of TXQCON's byte 1 = UINC | TXREQ, and optionally the
+//! - `rx_uinc`: WRITE of the RX FIFO's FIFOCON byte 1 = UINC.
+//! - `tx[class][rx_uinc][tef_uinc]`: WRITE of the TX object at the TX FIFO's
+//!   head, then WRITE of its FIFOCON byte 1 = UINC | TXREQ, and optionally the
 //!   deferred RX UINC and a deferred TEF UINC (a completion the last status
 //!   read announced) — one message, CS toggled between accesses, the
 //!   request first so that the frame reaches the wire as early as possible.
@@ -74,14 +74,14 @@ impl Hot {
     pub(crate) fn build(dev: &SpiDevice, l: &Layout, crc: bool) -> Result<Hot, Error> {
         let p = |v: Vec<OwnedTransfer>| dev.prepare(v).map_err(|e| Error::Spi(e.into()));
         let status_rx = p(vec![read(C1INT, 8, crc).cs_change(None), read(l.rx_base, RX_HEAD, crc)])?;
-        let rx_uinc_t = || write(c1fifocon(1) + 1, &uinc_byte(c1fifocon(1), FIFOCON_UINC), crc);
+        let rx_uinc_t = || write(c1fifocon(RX_FIFO) + 1, &uinc_byte(c1fifocon(RX_FIFO), FIFOCON_UINC), crc);
         let rx_uinc = p(vec![rx_uinc_t()])?;
-        let tx_data = [8usize, usize::from(l.txq_obj) - 8];
+        let tx_data = [8usize, usize::from(l.tx_obj) - 8];
         let tef_uinc_t = || write(C1TEFCON + 1, &uinc_byte(C1TEFCON, TEFCON_UINC), crc);
         let tx_msg = |data: usize, rx_u: bool, tef_u: bool| {
             let mut v = vec![
-                write(l.txq_base, &vec![0u8; 8 + data], crc),
-                write(C1TXQCON + 1, &uinc_byte(C1TXQCON, FIFOCON_UINC | FIFOCON_TXREQ), crc),
+                write(l.tx_base, &vec![0u8; 8 + data], crc),
+                write(c1fifocon(TX_FIFO) + 1, &uinc_byte(c1fifocon(TX_FIFO), FIFOCON_UINC | FIFOCON_TXREQ), crc),
             ];
             if rx_u {
                 v.push(rx_uinc_t());

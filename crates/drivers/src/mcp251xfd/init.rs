@@ -64,10 +64,7 @@ impl Mcp251xfd {
         let p = self.plan;
         let l = p.layout;
         let io = &mut self.io;
-        io.write(
-            C1CON,
-            CON_ISOCRCEN | CON_PXEDIS | CON_STEF | CON_TXQEN | (u32::from(MODE_CONFIG) << CON_REQOP_SHIFT),
-        )?;
+        io.write(C1CON, CON_ISOCRCEN | CON_PXEDIS | CON_STEF | (u32::from(MODE_CONFIG) << CON_REQOP_SHIFT))?;
         io.write(C1NBTCFG, p.nominal.register())?;
         if let Some(d) = p.data {
             io.write(C1DBTCFG, d.register())?;
@@ -79,19 +76,20 @@ impl Mcp251xfd {
             TEFCON_TEFNEIE | TEFCON_TEFOVIE | TEFCON_TEFTSEN | (u32::from(l.tef_depth - 1) << FIFOCON_FSIZE_SHIFT),
         )?;
         io.write(
-            C1TXQCON,
-            (u32::from(l.tx_plsize) << FIFOCON_PLSIZE_SHIFT)
-                | (u32::from(l.txq_depth - 1) << FIFOCON_FSIZE_SHIFT)
-                | (3 << FIFOCON_TXAT_SHIFT)
-                | (1 << FIFOCON_TXPRI_SHIFT),
-        )?;
-        io.write(
-            c1fifocon(1),
+            c1fifocon(RX_FIFO),
             (u32::from(l.rx_plsize) << FIFOCON_PLSIZE_SHIFT)
                 | (u32::from(l.rx_depth - 1) << FIFOCON_FSIZE_SHIFT)
                 | FIFOCON_RXTSEN
                 | FIFOCON_RXOVIE
                 | FIFOCON_TFNRFNIE,
+        )?;
+        io.write(
+            c1fifocon(TX_FIFO),
+            (u32::from(l.tx_plsize) << FIFOCON_PLSIZE_SHIFT)
+                | (u32::from(l.tx_depth - 1) << FIFOCON_FSIZE_SHIFT)
+                | (3 << FIFOCON_TXAT_SHIFT)
+                | (1 << FIFOCON_TXPRI_SHIFT)
+                | FIFOCON_TXEN,
         )?;
         let mut ie = INT_RXIF | INT_RXOVIF | INT_CERRIF | INT_SERRIF | INT_IVMIF;
         if self.cfg.crc {
@@ -108,7 +106,7 @@ impl Mcp251xfd {
         let mode = self.cfg.reqop();
         self.request_mode(mode)?;
         self.rx_tail = 0;
-        self.txq_head = 0;
+        self.tx_head = 0;
         self.tef_tail = 0;
         self.tx_in_flight = 0;
         self.rx_uinc_pending = false;
@@ -116,9 +114,11 @@ impl Mcp251xfd {
         self.state = BusState::Active;
         self.tec_rec = (0, 0);
         let l = self.plan.layout;
-        for (what, reg, expected) in
-            [("TEF", C1TEFUA, l.tef_base), ("TXQ", C1TXQUA, l.txq_base), ("RX FIFO 1", c1fifoua(1), l.rx_base)]
-        {
+        for (what, reg, expected) in [
+            ("TEF", C1TEFUA, l.tef_base),
+            ("RX FIFO", c1fifoua(RX_FIFO), l.rx_base),
+            ("TX FIFO", c1fifoua(TX_FIFO), l.tx_base),
+        ] {
             let reported = self.io.read(reg)?;
             if reported + u32::from(RAM_START) != u32::from(expected) && reported != u32::from(expected) {
                 return Err(Error::LayoutMismatch { what, expected, reported });

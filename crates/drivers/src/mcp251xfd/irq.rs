@@ -35,7 +35,7 @@ impl Mcp251xfd {
             self.io.dev.run(&mut self.hot.status_rx)?;
             match self.hot.status(addr) {
                 Ok((int, rxif, obj)) => {
-                    let rx = (int & INT_RXIF != 0 && rxif & (1 << 1) != 0).then(|| decode_rx(obj));
+                    let rx = (int & INT_RXIF != 0 && rxif & (1 << RX_FIFO) != 0).then(|| decode_rx(obj));
                     break (int, rx);
                 }
                 Err(e) => {
@@ -92,10 +92,10 @@ impl Mcp251xfd {
 
     fn rare(&mut self, int: u32) -> Result<(), Error> {
         if int & INT_RXOVIF != 0 {
-            let sta = self.io.read(c1fifosta(1))?;
+            let sta = self.io.read(c1fifosta(RX_FIFO))?;
             if sta & FIFOSTA_RXOVIF != 0 {
                 self.stats.rx_overflows += 1;
-                self.io.write_byte(c1fifosta(1), !(FIFOSTA_RXOVIF as u8))?;
+                self.io.write_byte(c1fifosta(RX_FIFO), !(FIFOSTA_RXOVIF as u8))?;
             }
         }
         if int & INT_SPICRCIF != 0 {

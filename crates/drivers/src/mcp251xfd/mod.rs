@@ -15,14 +15,16 @@
 //!   RESET, OSC.OSCRDY, DEVID, configuration mode — which only reads after
 //!   the reset, so a failed probe ([`Error::OscillatorNotReady`],
 //!   [`Error::WrongDevice`]) leaves the device in configuration mode with
-//!   nothing written; then bit timing, time base (1 µs ticks), TEF, TXQ, RX
-//!   FIFO 1 with timestamps, filters (accept all), interrupts, and the mode.
+//!   nothing written; then bit timing, time base (1 µs ticks), TEF, RX
+//!   FIFO 1 with timestamps, TX FIFO 2, filters (accept all), interrupts,
+//!   and the mode. Transmission uses a TX FIFO rather than the TXQ, which
+//!   sends by ID and so may reorder frames that share one.
 //! - **Receive**: the INT line ([`intwait`]) → one prepared message reading
 //!   C1INT..C1RXIF and the RX object at the tail (module `hot`) → the frame. The
 //!   RX UINC is deferred until after the next transmit (or the next
 //!   receive), so an echo's TX reaches the wire first.
 //! - **Transmit** ([`Mcp251xfd::send`]): one prepared message writes the
-//!   object at the TXQ head and sets UINC | TXREQ. Completions come back
+//!   object at the TX FIFO's head and sets UINC | TXREQ. Completions come back
 //!   through the TEF, reaped lazily: the TEF does not raise INT; a
 //!   receive's status read tells that it holds an entry (C1INT.TEFIF). With
 //!   TX timestamps the entry is read before the next wait; without, its
@@ -127,7 +129,7 @@ pub struct Mcp251xfd {
     rxq: VecDeque<Frame>,
     rx_tail: u8,
     rx_uinc_pending: bool,
-    txq_head: u8,
+    tx_head: u8,
     tx_in_flight: usize,
     tef_tail: u8,
     tef_hint: bool,
@@ -158,7 +160,7 @@ impl Mcp251xfd {
             hot,
             rx_tail: 0,
             rx_uinc_pending: false,
-            txq_head: 0,
+            tx_head: 0,
             tx_in_flight: 0,
             tef_tail: 0,
             tef_hint: false,
@@ -277,7 +279,7 @@ impl Mcp251xfd {
         // Without TX timestamps a completion is only a TEF UINC: the next
         // `send` carries it in its own message (one SPI message fewer per
         // echoed frame). With timestamps the entry is read now.
-        let tef_room = self.tx_in_flight < usize::from(self.plan.layout.txq_depth);
+        let tef_room = self.tx_in_flight < usize::from(self.plan.layout.tx_depth);
         if self.tef_hint && (self.cfg.tx_timestamps || !tef_room) {
             self.reap_hinted()?;
         }

@@ -25,6 +25,12 @@ pub const C1TEFUA: u16 = 0x048;
 pub const C1TXQCON: u16 = 0x050;
 pub const C1TXQSTA: u16 = 0x054;
 pub const C1TXQUA: u16 = 0x058;
+/// The FIFO the driver receives into.
+pub const RX_FIFO: u16 = 1;
+/// The FIFO the driver transmits from. A TX FIFO, not the TXQ: the TXQ
+/// sends by ID, and frames with equal IDs leave in slot order, which after
+/// the ring wraps is not the order they were queued in.
+pub const TX_FIFO: u16 = 2;
 pub const fn c1fifocon(m: u16) -> u16 {
     0x050 + 0xC * m
 }

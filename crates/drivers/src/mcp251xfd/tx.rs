@@ -1,4 +1,4 @@
-//! Transmit through the TXQ and collect completions from the TEF.
+//! Transmit through the TX FIFO and collect completions from the TEF.
 
 use super::error::Error;
 use super::hot::TEF_OBJ;
@@ -26,11 +26,11 @@ impl Mcp251xfd {
         if self.state == BusState::BusOff {
             return Err(Error::BusOff);
         }
-        if self.tx_in_flight >= usize::from(self.plan.layout.txq_depth) {
+        if self.tx_in_flight >= usize::from(self.plan.layout.tx_depth) {
             self.make_room()?;
         }
         let l = self.plan.layout;
-        let addr = l.txq_base + u16::from(self.txq_head) * l.txq_obj;
+        let addr = l.tx_base + u16::from(self.tx_head) * l.tx_obj;
         let class = usize::from(frame.len() > 8);
         let rx_u = usize::from(self.rx_uinc_pending);
         // A completion the last status read announced rides along (its
@@ -45,7 +45,7 @@ impl Mcp251xfd {
             self.completed(l.tef_depth)?;
         }
         self.tx_seq = self.tx_seq.wrapping_add(1);
-        self.txq_head = (self.txq_head + 1) % l.txq_depth;
+        self.tx_head = (self.tx_head + 1) % l.tx_depth;
         self.tx_in_flight += 1;
         self.stats.tx_frames += 1;
         Ok(())
@@ -56,7 +56,7 @@ impl Mcp251xfd {
         let t0 = now();
         loop {
             self.reap_tef()?;
-            if self.tx_in_flight < usize::from(self.plan.layout.txq_depth) {
+            if self.tx_in_flight < usize::from(self.plan.layout.tx_depth) {
                 return Ok(());
             }
             if self.wait.asserted(&self.int)? {
