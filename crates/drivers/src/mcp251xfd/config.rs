@@ -210,7 +210,7 @@ impl Config {
             tef_depth: tx_depth,
             tx_base,
             tx_obj,
-            tx_depth: tx_depth,
+            tx_depth,
             rx_base,
             rx_obj,
             rx_depth,
