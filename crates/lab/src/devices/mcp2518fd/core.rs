@@ -37,6 +37,9 @@ pub(super) struct Core {
     pub(super) pins: Pins,
     pub(super) bus: Option<(Bus, NodeId)>,
     pub(super) counters: ErrorCounters,
+    /// FIFOs with an interrupt enable set in FIFOCON (bit m: FIFO m): the
+    /// only ones that can raise an interrupt, kept with FIFOCON.
+    pub(super) ie_fifos: u32,
     pub(super) osc_never_ready: bool,
     pub(super) devid: u32,
     pub(super) flip_mosi: (u32, u8),
@@ -88,6 +91,7 @@ impl Core {
             pins,
             bus: None,
             counters: ErrorCounters::default(),
+            ie_fifos: 0,
             osc_never_ready: false,
             devid: DEVID_MCP2518FD,
             flip_mosi: (0, 0),
@@ -156,6 +160,7 @@ impl Core {
             f.reset();
         }
         self.fifos[0].con |= FIFOCON_TXEN;
+        self.refresh_ie_fifos();
         self.fltcon = [0; 32];
         self.fltobj = [0; 32];
         self.mask = [0; 32];

@@ -43,6 +43,13 @@ impl Core {
         m != 0 || self.con & CON_TXQEN != 0
     }
 
+    /// Recomputes [`Core::ie_fifos`] after a FIFOCON change.
+    pub(super) fn refresh_ie_fifos(&mut self) {
+        self.ie_fifos = (0..32)
+            .filter(|&m| self.fifos[m].con & (0x7 | FIFOCON_RXOVIE | FIFOCON_TXATIE) != 0)
+            .fold(0, |acc, m| acc | 1 << m);
+    }
+
     pub(super) fn fifo_irq(&self, m: usize) -> (bool, bool, bool, bool) {
         // (tx pending, rx pending, rx overflow, tx attempts)
         let f = &self.fifos[m];
@@ -64,7 +71,10 @@ impl Core {
 
     pub(super) fn irq_bits(&self) -> (u32, u32, u32, u32) {
         let (mut tx, mut rx, mut ov, mut at) = (0, 0, 0, 0);
-        for m in 0..32 {
+        let mut fifos = self.ie_fifos;
+        while fifos != 0 {
+            let m = fifos.trailing_zeros() as usize;
+            fifos &= fifos - 1;
             let (t, r, o, a) = self.fifo_irq(m);
             tx |= u32::from(t) << m;
             rx |= u32::from(r) << m;

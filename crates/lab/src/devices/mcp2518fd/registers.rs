@@ -291,6 +291,7 @@ impl Core {
             f.con |= FIFOCON_TXEN;
             f.con &= !(FIFOCON_RXTSEN | FIFOCON_RTREN);
         }
+        self.refresh_ie_fifos();
         if cfg {
             self.layout();
         }
