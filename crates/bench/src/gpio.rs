@@ -8,8 +8,8 @@
 //! - `interlock`: the 6.9 kernel's per-access read-side claim — a reader
 //!   count shared by the chip's handles, incremented and decremented with
 //!   full barriers around every access;
-//! - `wirespeed`: the stack's guard — a store to the handle's own slot and
-//!   one load of the chip's state.
+//! - `wirespeed`: the stack's guard — stores to the handle's own slot and
+//!   one load from that same cache line (its copy of the chip's state).
 //!
 //! All three run the very same code: the stack's `LineRequest::set_value`
 //! on the lab chip, monomorphised over the guard type, nothing else differs.

@@ -43,7 +43,7 @@ impl ChipCore {
     /// Returns after all of that (at once if the chip is already gone).
     pub(crate) fn remove(&self) {
         let mut reqs = self.lock_requests();
-        if !self.removal.begin() {
+        if !self.removal.begin(reqs.iter().map(|r| &r.slot)) {
             return; // Already removed: the earlier remover finished under this lock.
         }
         for r in reqs.iter() {
@@ -185,7 +185,7 @@ impl Chip {
         }
         let mut reqs = self.core.lock_requests();
         let backend = self.with_backend(|b| b.request(config))?;
-        let shared = Arc::new(RequestShared { slot: Slot::new(), backend: Guarded::new(backend) });
+        let shared = Arc::new(RequestShared { slot: self.core.removal.new_slot(), backend: Guarded::new(backend) });
         reqs.push(shared.clone());
         drop(reqs);
         Ok(LineRequest::new(self.core.clone(), shared, config))

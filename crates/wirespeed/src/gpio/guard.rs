@@ -7,18 +7,22 @@
 //! (seed 002). wirespeed keeps the safety without the tax:
 //!
 //! **Accessor** (every get/set on a [`LineRequest`](super::LineRequest)),
-//! on its own handle's cache line:
-//! 1. `slot.busy = true` (plain store, the handle's own line);
+//! all on its own handle's cache line:
+//! 1. `slot.busy = true` (plain store);
 //! 2. a *light* fence — a compiler barrier only;
-//! 3. load the chip's `state` (shared, read-mostly: uncontended);
+//! 3. load `slot.flags`, the handle's copy of the chip's state (written by
+//!    the remover only, so the line stays the accessor's: uncontended);
 //!    non-zero means "removing" (or "no membarrier": take the slow path);
 //! 4. the access; 5. `slot.busy = false` (release store).
 //!
 //! **Remover** ([`Chip::remove`](super::Chip::remove), or the backend telling
-//! the stack its device left): sets `REMOVING`, issues the *heavy* fence —
+//! the stack its device left): sets `REMOVING` in the chip's state and in
+//! every handle's `flags`, issues the *heavy* fence —
 //! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which runs a full barrier
 //! on every CPU running this process — then waits until every handle's
 //! `busy` is false (acquire loads), and only then frees the backend state.
+//! (The chip keeps its list of handles under a lock the remover holds
+//! throughout, so no handle appears unmarked half-way through.)
 //!
 //! Why it is sound: this is Dekker's protocol with an asymmetric fence pair.
 //! The membarrier makes every thread's compiler barrier act as a full fence
@@ -61,17 +65,17 @@ pub struct RemovalState {
     readers: CachePadded<AtomicUsize>,
 }
 
-/// The per-handle half of the [`Revocable`] guard: "this handle is inside an access".
+/// The per-handle half of the [`Revocable`] guard: "this handle is inside
+/// an access", and the handle's copy of the chip's state bits.
 #[derive(Debug, Default)]
 pub struct Slot {
-    busy: CachePadded<AtomicBool>,
+    line: CachePadded<SlotLine>,
 }
 
-impl Slot {
-    /// A slot that is not in an access.
-    pub fn new() -> Slot {
-        Slot::default()
-    }
+#[derive(Debug, Default)]
+struct SlotLine {
+    busy: AtomicBool,
+    flags: AtomicU8,
 }
 
 impl RemovalState {
@@ -88,22 +92,32 @@ impl RemovalState {
         }
     }
 
+    /// A slot for a new handle of this chip, not in an access.
+    pub fn new_slot(&self) -> Slot {
+        let heavy = self.state.0.load(Ordering::Relaxed) & HEAVY;
+        Slot { line: CachePadded(SlotLine { busy: AtomicBool::new(false), flags: AtomicU8::new(heavy) }) }
+    }
+
     /// Whether removal has begun.
     pub fn is_removing(&self) -> bool {
         self.state.0.load(Ordering::Acquire) & REMOVING != 0
     }
 
-    /// Removal, step 1: from now on every access fails. Returns false if
-    /// removal had already begun (someone else is removing).
-    pub fn begin(&self) -> bool {
+    /// Removal, step 1: from now on every access through `slots` (every
+    /// handle of the chip) fails. Returns false if removal had already begun
+    /// (someone else is removing).
+    pub fn begin<'a>(&self, slots: impl IntoIterator<Item = &'a Slot>) -> bool {
         let old = self.state.0.fetch_or(REMOVING, Ordering::SeqCst);
+        for s in slots {
+            s.line.0.flags.fetch_or(REMOVING, Ordering::Relaxed);
+        }
         asym::heavy();
         old & REMOVING == 0
     }
 
     /// Removal, step 2: waits until `slot` is not inside an access.
     pub fn drain_slot(&self, slot: &Slot) {
-        while slot.busy.0.load(Ordering::Acquire) {
+        while slot.line.0.busy.load(Ordering::Acquire) {
             spin_wait();
         }
     }
@@ -183,7 +197,8 @@ pub trait AccessGuard: sealed::Sealed + Send + Sync + 'static {
 pub trait SoundGuard: AccessGuard {}
 
 /// wirespeed's guard: a plain store to the handle's own slot, a compiler
-/// barrier and one load of the chip's state per access (see the module docs).
+/// barrier and one load from that same cache line per access (see the
+/// module docs).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Revocable;
 
@@ -194,33 +209,35 @@ impl AccessGuard for Revocable {
     const NAME: &'static str = "wirespeed";
 
     #[inline(always)]
-    fn enter(slot: &Slot, st: &RemovalState) -> bool {
-        slot.busy.0.store(true, Ordering::Relaxed);
+    fn enter(slot: &Slot, _st: &RemovalState) -> bool {
+        let l = &slot.line.0;
+        l.busy.store(true, Ordering::Relaxed);
         asym::light();
-        let s = st.state.0.load(Ordering::Relaxed);
+        let s = l.flags.load(Ordering::Relaxed);
         if s == 0 {
             return true;
         }
-        enter_slow(slot, st, s)
+        enter_slow(slot, s)
     }
 
     #[inline(always)]
     fn exit(slot: &Slot, _st: &RemovalState) {
-        slot.busy.0.store(false, Ordering::Release);
+        slot.line.0.busy.store(false, Ordering::Release);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn enter_slow(slot: &Slot, st: &RemovalState, s: u8) -> bool {
+fn enter_slow(slot: &Slot, s: u8) -> bool {
+    let l = &slot.line.0;
     if s & REMOVING == 0 {
         // No asymmetric fence on this system: a full one, then look again.
         fence(Ordering::SeqCst);
-        if st.state.0.load(Ordering::Relaxed) & REMOVING == 0 {
+        if l.flags.load(Ordering::Relaxed) & REMOVING == 0 {
             return true;
         }
     }
-    slot.busy.0.store(false, Ordering::Release);
+    l.busy.store(false, Ordering::Release);
     false
 }
 

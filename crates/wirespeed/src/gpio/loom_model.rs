@@ -26,9 +26,10 @@ struct World {
 }
 
 fn world(heavy: bool) -> Arc<World> {
+    let st = RemovalState::with_heavy(heavy);
     Arc::new(World {
-        st: RemovalState::with_heavy(heavy),
-        slots: [Slot::new(), Slot::new()],
+        slots: [st.new_slot(), st.new_slot()],
+        st,
         data: Guarded::new(Box::new(7)),
         removed: AtomicBool::new(false),
     })
@@ -51,7 +52,7 @@ fn accessor<G: AccessGuard>(w: &World, i: usize, n: usize) -> usize {
 }
 
 fn remover(w: &World, drain: bool) {
-    assert!(w.st.begin());
+    assert!(w.st.begin(&w.slots));
     if drain {
         for s in &w.slots {
             w.st.drain_slot(s);

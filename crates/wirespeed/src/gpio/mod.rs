@@ -17,7 +17,8 @@
 //! - Removal: after it begins every access fails with [`GpioError::ChipGone`];
 //!   [`Chip::remove`] returns only once the accesses in flight have ended;
 //!   nothing touches the freed backend state. The per-access cost is a
-//!   store to the handle's own cache line and one load of the chip's state
+//!   store to the handle's own cache line and one load from it (the handle's
+//!   copy of the chip's state, which only the remover writes)
 //!   ([`Revocable`]); [`Interlock`] is the 6.9 kernel's scheme, kept for comparison.
 //!
 //! ```
