@@ -16,6 +16,10 @@
 //!   gap went (`gap_breakdown_us`, medians): EOF → INT asserted, INT → the
 //!   driver's first CS (the interrupt's delivery and the wake-up), first CS
 //!   → echo SOF (SPI, software between messages, the model's TX start);
+//!   and `timed_echo_thread_cpu_pct`, what the echo thread's waiting cost.
+//!   With `fast` the driver's INT wait polls ahead of a predicted interrupt
+//!   within its CPU budget (`IntWaitConfig`); with `classic` it always
+//!   sleeps on the interrupt, as the seed's IRQ thread does;
 //! - the **load run** (back-to-back frames, 20,000 by default) for CPU:
 //!   `irq_thread_cpu_pct` is the CPU time of the threads that do the IRQ
 //!   path's work — the echo thread (`CLOCK_THREAD_CPUTIME_ID`) plus the SPI
@@ -125,6 +129,7 @@ impl PolicyReport {
             "gap_vs_limit": round(self.median_gap() / self.limit(), 2),
             "irq_thread_cpu_pct": round(self.irq_cpu_pct(), 2),
             "echo_thread_cpu_pct": round(self.pct(self.load.echo_thread_cpu_ns), 2),
+            "timed_echo_thread_cpu_pct": round(t.echo_cpu_pct, 2),
             "pump_thread_cpu_pct": round(self.pct(self.load.pump_thread_cpu_ns), 2),
             "process_cpu_pct": round(self.pct(self.load.process_cpu_ns), 2),
             "frames_lost": self.frames_lost(),

@@ -98,9 +98,16 @@ fn spawn_echo(
         .map_err(|e| e.to_string())
 }
 
-fn driver_config(t: &Traffic) -> Config {
+fn driver_config(t: &Traffic, policy: &Policy) -> Config {
     // canecho asks for no TX timestamps (no SO_TIMESTAMPING): TEF completions are UINCs only.
-    Config { nominal_bitrate: t.bitrate, tx_timestamps: false, ..Config::default() }
+    let mut cfg = Config { nominal_bitrate: t.bitrate, tx_timestamps: false, ..Config::default() };
+    // Polling ahead of a predicted interrupt goes with the core's adaptive
+    // completion; without it (classic) the IRQ thread always sleeps on the
+    // interrupt, as the seed's kernel does.
+    if !policy.adaptive_completion {
+        cfg.int_wait.poll_budget_permille = 0;
+    }
+    cfg
 }
 
 /// Figures of the timed run.
@@ -118,17 +125,21 @@ pub struct Timed {
     pub frames_sent: u64,
     pub frames_echoed: u64,
     pub payload_mismatches: u64,
+    /// The echo thread's CPU time over the run's length, % (what waiting
+    /// for the interrupt costs, polling ahead included).
+    pub echo_cpu_pct: f64,
 }
 
 /// The timed run: `t.count` frames, each echoed, with the SPI bus traced.
 pub fn timed(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) -> Result<Timed, String> {
+    let cfg = driver_config(t, &policy);
     let mut rig = Rig::new(policy, name, t, (2 * t.count as usize).max(16))?;
-    let handle =
-        spawn_echo(&mut rig, driver_config(t), t.count, echo_id(t.id, echo_offset), format!("spi-pump-{name}"))?;
+    let handle = spawn_echo(&mut rig, cfg, t.count, echo_id(t.id, echo_offset), format!("spi-pump-{name}"))?;
     rig.block.trace_start((t.count as usize * 400).max(4096));
-    rig.gen.start(now().add_ns(2_000_000));
-    let out = handle.join().map_err(|_| "echo thread panicked")??;
-    let _ = out;
+    let start = now().add_ns(2_000_000);
+    rig.gen.start(start);
+    let echo = handle.join().map_err(|_| "echo thread panicked")??;
+    let run_ns = echo.last_send.map_or(1, |l| l.ns_since(start).max(1));
     std::thread::sleep(Duration::from_millis(5));
     let trace = rig.block.trace_take();
     let recs = rig.rec.records();
@@ -145,7 +156,11 @@ pub fn timed(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) 
     let mcfg = rig.model.config();
     let bit_ns = 1_000_000_000 / u64::from(t.bitrate);
     let fixed_ns = mcfg.store_delay_ns + mcfg.tx_start_delay_ns + u64::from(INTERMISSION_BITS) * bit_ns;
-    let mut out = Timed { frames_sent: rig.gen.frames_sent(), ..Timed::default() };
+    let mut out = Timed {
+        frames_sent: rig.gen.frames_sent(),
+        echo_cpu_pct: echo.thread_cpu_ns as f64 * 100.0 / run_ns as f64,
+        ..Timed::default()
+    };
     out.frames_echoed = report.pairs.len() as u64;
     out.payload_mismatches = report.payload_mismatches() as u64;
     out.gaps_us = report.gaps_us();
@@ -202,9 +217,10 @@ pub struct Load {
 
 /// The load run: back-to-back frames, CPU per thread.
 pub fn load(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) -> Result<Load, String> {
+    let cfg = driver_config(t, &policy);
     let mut rig = Rig::new(policy, name, t, 16)?;
     let pump = format!("spi-pump-{name}");
-    let handle = spawn_echo(&mut rig, driver_config(t), t.count, echo_id(t.id, echo_offset), pump.clone())?;
+    let handle = spawn_echo(&mut rig, cfg, t.count, echo_id(t.id, echo_offset), pump.clone())?;
     let start = now().add_ns(2_000_000);
     std::thread::sleep(Duration::from_millis(1));
     let pump0 = named_thread_cpu_ns(&pump);
