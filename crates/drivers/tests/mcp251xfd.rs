@@ -287,3 +287,32 @@ fn crc_access_detects_and_retries_corrupted_replies() {
     let e = d.regs().write(0x1F0, 0).unwrap_err();
     assert!(matches!(e, Error::WriteCrc { addr: 0x1F0, .. }), "{e}");
 }
+
+/// Receives `n` frames sent `gap_ns` apart with the given INT-wait budget;
+/// returns what the wait did.
+fn periodic_receive(budget_permille: u32, n: u64, gap_ns: u64) -> mcp251xfd::IntWaitStats {
+    let mut r = rig(500_000);
+    let gen = Generator::attach(&r.can, "cangen", GeneratorConfig { count: n, gap_ns, ..Default::default() }).unwrap();
+    let mut c = cfg(500_000);
+    c.int_wait.poll_budget_permille = budget_permille;
+    let mut d = driver(&mut r, c).unwrap();
+    gen.start(now());
+    for i in 0..n {
+        assert!(d.recv(Some(Duration::from_secs(2))).unwrap().is_some(), "frame {i} never came");
+    }
+    d.int_wait_stats()
+}
+
+#[test]
+fn int_wait_polls_ahead_of_periodic_interrupts_only_within_its_budget() {
+    // A generous budget (20 % of a 5 ms period), so that a loaded test
+    // machine's late wake-ups still leave polling affordable.
+    let s = periodic_receive(200, 40, 5_000_000);
+    assert!(s.period_ns > 4_000_000 && s.period_ns < 6_000_000, "period learned: {s:?}");
+    assert!(s.timed_sleeps >= 20, "sleeps timed to the predicted interrupt: {s:?}");
+    assert!(s.polled + s.early >= 20, "interrupts met by the poll or just before it: {s:?}");
+    // No budget: every interrupt is slept for, none predicted.
+    let s = periodic_receive(0, 20, 5_000_000);
+    assert_eq!((s.timed_sleeps, s.polled), (0, 0), "{s:?}");
+    assert!(s.woken + s.immediate >= 20, "{s:?}");
+}

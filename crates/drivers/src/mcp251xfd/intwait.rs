@@ -248,3 +248,27 @@ impl IntWait {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::upper;
+
+    #[test]
+    fn upper_tracks_a_high_quantile_and_ignores_a_single_outlier() {
+        let mut q = 20_000;
+        // Mostly 100 µs, one in ten 150 µs: settles between the two.
+        for i in 0..2_000 {
+            q = upper(q, if i % 10 == 0 { 150_000 } else { 100_000 });
+        }
+        assert!((100_000..=150_000).contains(&q), "{q}");
+        // One 10 ms outlier moves it by at most 10 µs.
+        let before = q;
+        q = upper(q, 10_000_000);
+        assert_eq!(q, before + 10_000);
+        // Lower samples bring it down, slowly.
+        for _ in 0..500 {
+            q = upper(q, 50_000);
+        }
+        assert!(q < 60_000, "{q}");
+    }
+}
