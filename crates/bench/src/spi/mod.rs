@@ -10,8 +10,11 @@
 //! `wire_us_per_msg`, `overhead_us_per_msg`, `bus_utilization`,
 //! `cs_to_clock_us`, `cs_high_gap_us`, `pump_wakeups_per_msg`,
 //! `ctx_switches_per_msg`, `cpu_us_per_msg`), `overhead_ratio`,
-//! `prepared_speedup` (and `instant_wire`: the same comparison with an
-//! infinitely fast wire, i.e. software cost alone), `ablation` (`[{switch, overhead_us_per_msg}]`), and
+//! `prepared_speedup` (and `prepared_speedup_bound`: unprepared elapsed
+//! over wire time, the most that any preparation could gain at this size
+//! and clock, since a message cannot take less than its bits; and
+//! `instant_wire`: the same comparison with an infinitely fast wire, i.e.
+//! software cost alone), `ablation` (`[{switch, overhead_us_per_msg}]`), and
 //! `async` (`{sync, async}` each `{bus_utilization, msgs_per_s}`).
 
 mod rig;
@@ -242,6 +245,7 @@ impl SpiReport {
             "fast": self.fast.to_json(),
             "overhead_ratio": r(self.overhead_ratio(), 4),
             "prepared_speedup": r(self.prepared_speedup, 4),
+            "prepared_speedup_bound": r(self.unprepared_us_per_msg / self.fast.wire_us_per_msg, 4),
             "prepared_us_per_msg": r(self.prepared_us_per_msg, 3),
             "unprepared_us_per_msg": r(self.unprepared_us_per_msg, 3),
             "instant_wire": {
@@ -292,8 +296,12 @@ impl SpiReport {
             t.render()
         );
         out.push_str(&format!(
-            "\nprepared messages (fast): {:.3} µs vs unprepared {:.3} µs per message: speedup {:.3}\n",
-            self.prepared_us_per_msg, self.unprepared_us_per_msg, self.prepared_speedup
+            "\nprepared messages (fast): {:.3} µs vs unprepared {:.3} µs per message: speedup {:.3} (at most {:.3}: the wire alone takes {:.3} µs)\n",
+            self.prepared_us_per_msg,
+            self.unprepared_us_per_msg,
+            self.prepared_speedup,
+            self.unprepared_us_per_msg / self.fast.wire_us_per_msg,
+            self.fast.wire_us_per_msg
         ));
         let (su, sp) = self.software_us_per_msg;
         out.push_str(&format!(
