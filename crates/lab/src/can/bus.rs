@@ -242,6 +242,7 @@ struct State {
     corrupt_next: u32,
     frames_ok: u64,
     frames_failed: u64,
+    arbitrations: u64,
 }
 
 struct Inner {
@@ -303,6 +304,7 @@ impl Bus {
                     corrupt_next: 0,
                     frames_ok: 0,
                     frames_failed: 0,
+                    arbitrations: 0,
                 }),
             }),
         })
@@ -381,6 +383,12 @@ impl Bus {
     /// Frames sent and acknowledged so far.
     pub fn frames_ok(&self) -> u64 {
         self.lock().frames_ok
+    }
+
+    /// Arbitration rounds run so far (each looks for frames ready to send;
+    /// an idle bus runs none).
+    pub fn arbitrations(&self) -> u64 {
+        self.lock().arbitrations
     }
 
     /// Transmission attempts that ended in an error frame so far.
@@ -489,6 +497,7 @@ fn arbitrate(inner: &Arc<Inner>, t: Instant) {
             _ => return, // superseded
         }
         st.phase = Phase::Arbitrating;
+        st.arbitrations += 1;
         while st.wakes.first().is_some_and(|&w| w <= t) {
             st.wakes.pop_first();
         }

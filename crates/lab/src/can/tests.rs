@@ -128,6 +128,20 @@ fn pad(d: &[u8]) -> [u8; 64] {
 }
 
 #[test]
+fn an_idle_bus_arbitrates_only_when_a_node_has_a_frame() {
+    let (_lab, bus) = lab_bus(500_000);
+    let gen =
+        Generator::attach(&bus, "gen", GeneratorConfig { count: 5, gap_ns: 500_000, ..Default::default() }).unwrap();
+    let _ack = quiet(&bus, "ack");
+    gen.start(now());
+    assert!(gen.wait_done(Duration::from_secs(5)));
+    std::thread::sleep(Duration::from_millis(2));
+    assert_eq!(bus.frames_ok(), 5);
+    // One round per frame: none after a frame that left nobody waiting.
+    assert_eq!(bus.arbitrations(), 5);
+}
+
+#[test]
 fn lowest_id_wins_arbitration_and_loser_retries_after_intermission() {
     let (_lab, bus) = lab_bus(1_000_000);
     let rec = Recorder::attach(&bus, 64);
