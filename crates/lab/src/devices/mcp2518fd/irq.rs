@@ -5,6 +5,9 @@ use super::regs::*;
 use super::Mode;
 use wirespeed_time::Instant;
 
+/// FIFOCON bits that enable one of a FIFO's interrupts.
+const FIFO_IE_BITS: u32 = FIFOCON_TFNRFNIE | FIFOCON_TFHRFHIE | FIFOCON_TFERFFIE | FIFOCON_RXOVIE | FIFOCON_TXATIE;
+
 impl Core {
     // ---------------------------------------------------------------- interrupts
 
@@ -45,19 +48,16 @@ impl Core {
 
     /// Recomputes [`Core::ie_fifos`] after a FIFOCON change.
     pub(super) fn refresh_ie_fifos(&mut self) {
-        self.ie_fifos = (0..32)
-            .filter(|&m| self.fifos[m].con & (0x7 | FIFOCON_RXOVIE | FIFOCON_TXATIE) != 0)
-            .fold(0, |acc, m| acc | 1 << m);
+        self.ie_fifos = (0..32).filter(|&m| self.fifos[m].con & FIFO_IE_BITS != 0).fold(0, |acc, m| acc | 1 << m);
     }
 
     pub(super) fn fifo_irq(&self, m: usize) -> (bool, bool, bool, bool) {
         // (tx pending, rx pending, rx overflow, tx attempts)
-        let f = &self.fifos[m];
-        let ie = f.con;
-        // Most FIFOs have no interrupt enabled: skip them before deriving flags.
-        if ie & (0x7 | FIFOCON_RXOVIE | FIFOCON_TXATIE) == 0 || !self.fifo_active(m) || self.mode == Mode::Config {
+        if !self.fifo_active(m) || self.mode == Mode::Config {
             return (false, false, false, false);
         }
+        let f = &self.fifos[m];
+        let ie = f.con;
         let fl = self.fifo_flags(m);
         let level = fl & ie & 0x7 != 0;
         let ov = fl & FIFOSTA_RXOVIF != 0 && ie & FIFOCON_RXOVIE != 0;
