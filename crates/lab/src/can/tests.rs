@@ -288,3 +288,19 @@ fn echo_pairs_measure_eof_to_sof_gaps() {
     assert_eq!(report.payload_mismatches(), 0);
     assert!(report.pairs.iter().all(|p| p.gap_ns == 150_000 && p.id_match));
 }
+
+#[test]
+fn a_late_echo_still_pairs_with_its_own_request() {
+    let (_lab, bus) = lab_bus(1_000_000);
+    let rec = Recorder::attach(&bus, 64);
+    // Echoes come 2.5 ms after each request: after the next one (2 ms apart).
+    let gen =
+        Generator::attach(&bus, "gen", GeneratorConfig { count: 4, gap_ns: 2_000_000, ..Default::default() }).unwrap();
+    bus.attach(Arc::new(EchoNode { bus: bus.clone(), delay_ns: 2_500_000, queue: Mutex::new(Vec::new()) }), "echo");
+    gen.start(now());
+    assert!(gen.wait_done(Duration::from_secs(5)));
+    std::thread::sleep(Duration::from_millis(6));
+    let report = pair_echoes(&rec.records(), gen.node());
+    assert_eq!((report.pairs.len(), report.unanswered, report.payload_mismatches()), (4, 0, 0));
+    assert!(report.pairs.iter().all(|p| p.gap_ns >= 2_500_000), "{:?}", report.gaps_us());
+}

@@ -370,7 +370,7 @@ pub struct EchoPair {
 pub struct EchoReport {
     /// One entry per answered generated frame.
     pub pairs: Vec<EchoPair>,
-    /// Generated frames followed by another generated frame (or nothing) first.
+    /// Generated frames no echo answered.
     pub unanswered: usize,
 }
 
@@ -385,17 +385,18 @@ impl EchoReport {
     }
 }
 
-/// Pairs each successful frame from `generator` with the next successful
-/// frame from any other node (the echo).
+/// Pairs each successful frame from `generator` with a successful frame
+/// from any other node (its echo), in order: an echo answers the oldest
+/// generated frame not answered yet, so an echo that comes after the next
+/// request (a stall longer than the generator's gap) still pairs with its
+/// own request, and its gap says how late it was.
 pub fn pair_echoes(records: &[FrameRecord], generator: NodeId) -> EchoReport {
     let mut report = EchoReport::default();
-    let mut pending: Option<FrameRecord> = None;
+    let mut pending: std::collections::VecDeque<FrameRecord> = std::collections::VecDeque::new();
     for r in records.iter().filter(|r| r.error.is_none()) {
         if r.transmitter == generator {
-            if pending.replace(*r).is_some() {
-                report.unanswered += 1;
-            }
-        } else if let Some(req) = pending.take() {
+            pending.push_back(*r);
+        } else if let Some(req) = pending.pop_front() {
             report.pairs.push(EchoPair {
                 request: req,
                 echo: *r,
@@ -405,8 +406,6 @@ pub fn pair_echoes(records: &[FrameRecord], generator: NodeId) -> EchoReport {
             });
         }
     }
-    if pending.is_some() {
-        report.unanswered += 1;
-    }
+    report.unanswered = pending.len();
     report
 }
