@@ -36,8 +36,6 @@ pub(crate) struct Hot {
     pub crc: bool,
     pub status_rx: PreparedMessage,
     pub rx_uinc: PreparedMessage,
-    /// `rx_uincs[k - 1]`: k RX UINCs in one message (a backlog's release).
-    pub rx_uincs: Vec<PreparedMessage>,
     /// [short (≤ 8 data bytes), long (tx payload)] × [plain, + RX UINC] ×
     /// [plain, + TEF UINC].
     pub tx: [[[PreparedMessage; 2]; 2]; 2],
@@ -78,12 +76,6 @@ impl Hot {
         let status_rx = p(vec![read(C1INT, 8, crc).cs_change(None), read(l.rx_base, RX_HEAD, crc)])?;
         let rx_uinc_t = || write(c1fifocon(RX_FIFO) + 1, &uinc_byte(c1fifocon(RX_FIFO), FIFOCON_UINC), crc);
         let rx_uinc = p(vec![rx_uinc_t()])?;
-        let rx_uincs = (1..=usize::from(l.rx_depth))
-            .map(|k| {
-                let v = (0..k).map(|i| if i + 1 < k { rx_uinc_t().cs_change(None) } else { rx_uinc_t() }).collect();
-                p(v)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
         let tx_data = [8usize, usize::from(l.tx_obj) - 8];
         let tef_uinc_t = || write(C1TEFCON + 1, &uinc_byte(C1TEFCON, TEFCON_UINC), crc);
         let tx_msg = |data: usize, rx_u: bool, tef_u: bool| {
@@ -114,7 +106,7 @@ impl Hot {
             write(C1TEFCON + 1, &uinc_byte(C1TEFCON, TEFCON_UINC), crc),
         ])?;
         let tef_uinc = p(vec![tef_uinc_t()])?;
-        Ok(Hot { crc, status_rx, rx_uinc, rx_uincs, tx, tx_data, tef, tef_uinc })
+        Ok(Hot { crc, status_rx, rx_uinc, tx, tx_data, tef, tef_uinc })
     }
 
     /// Points the speculative RX read at `addr`.

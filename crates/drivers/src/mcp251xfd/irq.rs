@@ -12,7 +12,7 @@ use wirespeed::time::now;
 const RARE: u32 = INT_RXOVIF | INT_CERRIF | INT_SERRIF | INT_IVMIF | INT_SPICRCIF | INT_MODIF | INT_TBCIF | INT_WAKIF;
 
 impl Mcp251xfd {
-    pub(super) fn rx_addr(&self) -> u16 {
+    fn rx_addr(&self) -> u16 {
         let l = &self.plan.layout;
         l.rx_base + u16::from(self.rx_tail) * l.rx_obj
     }

@@ -39,7 +39,6 @@
 //!   bad replies are retried, then reported.
 //! - **Timestamps**: the 32-bit TBC at 1 µs, extended to 64 bits ([`timestamp`]).
 
-mod backlog;
 pub mod bittiming;
 mod config;
 mod error;
@@ -114,8 +113,6 @@ pub struct Stats {
     pub irq_passes: u64,
     /// Passes that found nothing to do.
     pub spurious: u64,
-    /// Backlogs drained in bulk (several frames read at once after a stall).
-    pub backlog_drains: u64,
 }
 
 /// One MCP251xFD. Owns its SPI device and INT line; used by one thread at a
@@ -193,12 +190,7 @@ impl Mcp251xfd {
         let deadline = timeout.map(|t| now().add_ns(t.as_nanos().min(u128::from(u64::MAX)) as u64));
         self.housekeeping()?;
         loop {
-            let immediate = self.wait.stats.immediate;
             if !self.wait.wait(&self.int, deadline)? {
-                return Ok(self.rxq.pop_front());
-            }
-            // INT was already asserted: frames may have piled up meanwhile.
-            if self.wait.stats.immediate > immediate && self.drain_backlog()? > 0 {
                 return Ok(self.rxq.pop_front());
             }
             self.service()?;
