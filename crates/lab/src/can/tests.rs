@@ -2,7 +2,7 @@
 //! independent list-based encoder, timing on the lab clock, arbitration, ACK
 //! and injected faults.
 
-use super::tools::{pair_echoes, DataMode, Generator, GeneratorConfig, Recorder};
+use super::tools::{pair_echoes, DataMode, EchoReport, Generator, GeneratorConfig, Recorder};
 use super::*;
 use crate::{Lab, LabConfig};
 use std::sync::{Arc, Mutex};
@@ -272,35 +272,31 @@ impl CanNode for EchoNode {
     }
 }
 
-#[test]
-fn echo_pairs_measure_eof_to_sof_gaps() {
+/// `count` generated frames 2 ms apart at 1 Mbit/s, each echoed `delay_ns`
+/// after its EOF; the recorded traffic, paired.
+fn echo_report(count: u64, delay_ns: u64) -> EchoReport {
     let (_lab, bus) = lab_bus(1_000_000);
     let rec = Recorder::attach(&bus, 64);
     let gen =
-        Generator::attach(&bus, "gen", GeneratorConfig { count: 5, gap_ns: 2_000_000, ..Default::default() }).unwrap();
-    bus.attach(Arc::new(EchoNode { bus: bus.clone(), delay_ns: 150_000, queue: Mutex::new(Vec::new()) }), "echo");
+        Generator::attach(&bus, "gen", GeneratorConfig { count, gap_ns: 2_000_000, ..Default::default() }).unwrap();
+    bus.attach(Arc::new(EchoNode { bus: bus.clone(), delay_ns, queue: Mutex::new(Vec::new()) }), "echo");
     gen.start(now());
     assert!(gen.wait_done(Duration::from_secs(5)));
-    std::thread::sleep(Duration::from_millis(3));
-    let report = pair_echoes(&rec.records(), gen.node());
-    assert_eq!(report.pairs.len(), 5);
-    assert_eq!(report.unanswered, 0);
-    assert_eq!(report.payload_mismatches(), 0);
+    std::thread::sleep(Duration::from_nanos(delay_ns + 3_000_000));
+    pair_echoes(&rec.records(), gen.node())
+}
+
+#[test]
+fn echo_pairs_measure_eof_to_sof_gaps() {
+    let report = echo_report(5, 150_000);
+    assert_eq!((report.pairs.len(), report.unanswered, report.payload_mismatches()), (5, 0, 0));
     assert!(report.pairs.iter().all(|p| p.gap_ns == 150_000 && p.id_match));
 }
 
 #[test]
 fn a_late_echo_still_pairs_with_its_own_request() {
-    let (_lab, bus) = lab_bus(1_000_000);
-    let rec = Recorder::attach(&bus, 64);
     // Echoes come 2.5 ms after each request: after the next one (2 ms apart).
-    let gen =
-        Generator::attach(&bus, "gen", GeneratorConfig { count: 4, gap_ns: 2_000_000, ..Default::default() }).unwrap();
-    bus.attach(Arc::new(EchoNode { bus: bus.clone(), delay_ns: 2_500_000, queue: Mutex::new(Vec::new()) }), "echo");
-    gen.start(now());
-    assert!(gen.wait_done(Duration::from_secs(5)));
-    std::thread::sleep(Duration::from_millis(6));
-    let report = pair_echoes(&rec.records(), gen.node());
+    let report = echo_report(4, 2_500_000);
     assert_eq!((report.pairs.len(), report.unanswered, report.payload_mismatches()), (4, 0, 0));
     assert!(report.pairs.iter().all(|p| p.gap_ns >= 2_500_000), "{:?}", report.gaps_us());
 }
