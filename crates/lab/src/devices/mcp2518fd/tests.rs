@@ -352,20 +352,22 @@ impl PinSink for Edges {
     }
 }
 
-fn on_bus(t: &mut T, bus: &Bus) {
-    t.dev.attach_to_bus(bus, "mcp");
+/// A ready device on a new 1 / 2 Mbit/s bus, with the bus's bit timing set.
+fn ready_on_bus(t: &mut T) -> Bus {
+    let bus = Bus::new(&t.lab, "can0", BitRates::new(1_000_000, 2_000_000)).unwrap();
+    t.ready();
+    t.dev.attach_to_bus(&bus, "mcp");
     // 1 Mbit/s nominal at 40 MHz: BRP 0, 40 TQ (TSEG1 29+1, TSEG2 8+1); data 2 Mbit/s: 20 TQ.
     t.write(C1NBTCFG, (29 << 16) | (8 << 8) | 8);
     t.write(C1DBTCFG, (14 << 16) | (3 << 8) | 3);
+    bus
 }
 
 #[test]
 fn received_frame_lowers_int_at_eof_plus_store_delay() {
     let mut t = T::new();
-    let bus = Bus::new(&t.lab, "can0", BitRates::new(1_000_000, 2_000_000)).unwrap();
+    let bus = ready_on_bus(&mut t);
     let rec = Recorder::attach(&bus, 16);
-    t.ready();
-    on_bus(&mut t, &bus);
     setup_fifos(&mut t);
     t.set_mode(MODE_NORMAL_FD);
     let edges = Arc::new(Edges(Mutex::new(Vec::new())));
@@ -422,9 +424,7 @@ fn received_frame_lowers_int_at_eof_plus_store_delay() {
 #[test]
 fn filters_and_masks_route_frames() {
     let mut t = T::new();
-    let bus = Bus::new(&t.lab, "can0", BitRates::new(1_000_000, 2_000_000)).unwrap();
-    t.ready();
-    on_bus(&mut t, &bus);
+    let bus = ready_on_bus(&mut t);
     t.write(c1fifocon(1), 3 << 24);
     t.write(c1fifocon(2), 3 << 24);
     // Filter 0: standard 0x100..=0x10F (mask 0x7F0) → FIFO 1; filter 1: extended only, exact → FIFO 2.
@@ -462,9 +462,7 @@ const FLTEN1: u8 = FLTCON_FLTEN;
 #[test]
 fn full_rx_fifo_overflows_and_counts() {
     let mut t = T::new();
-    let bus = Bus::new(&t.lab, "can0", BitRates::new(1_000_000, 2_000_000)).unwrap();
-    t.ready();
-    on_bus(&mut t, &bus);
+    let bus = ready_on_bus(&mut t);
     t.write(c1fifocon(1), (1 << 24) | FIFOCON_RXOVIE);
     t.write(c1fltcon(0), u32::from(FLTCON_FLTEN | 1));
     t.write(C1INT, INT_RXOVIF << 16);
@@ -487,9 +485,7 @@ fn full_rx_fifo_overflows_and_counts() {
 #[test]
 fn lone_transmitter_counts_errors_and_one_shot_aborts() {
     let mut t = T::new();
-    let bus = Bus::new(&t.lab, "can0", BitRates::new(1_000_000, 2_000_000)).unwrap();
-    t.ready();
-    on_bus(&mut t, &bus);
+    let bus = ready_on_bus(&mut t);
     setup_fifos(&mut t);
     let con = t.read(C1CON);
     t.write(C1CON, con | CON_RTXAT);
@@ -518,10 +514,8 @@ fn lone_transmitter_counts_errors_and_one_shot_aborts() {
 #[test]
 fn echo_through_the_model_on_the_bus() {
     let mut t = T::new();
-    let bus = Bus::new(&t.lab, "can0", BitRates::new(1_000_000, 2_000_000)).unwrap();
+    let bus = ready_on_bus(&mut t);
     let rec = Recorder::attach(&bus, 16);
-    t.ready();
-    on_bus(&mut t, &bus);
     setup_fifos(&mut t);
     t.set_mode(MODE_NORMAL_CAN20);
     let g = Generator::attach(&bus, "g", GeneratorConfig { count: 0, ..Default::default() }).unwrap();
