@@ -65,23 +65,24 @@ fn write(addr: u16, data: &[u8], crc: bool) -> OwnedTransfer {
     OwnedTransfer::write(b)
 }
 
-fn uinc_byte(con: u16, bits: u32) -> [u8; 1] {
-    let _ = con;
-    [(bits >> 8) as u8]
+/// A WRITE of byte 1 of the control register at `con` (where UINC and
+/// TXREQ live), setting `bits`.
+fn con_byte1(con: u16, bits: u32, crc: bool) -> OwnedTransfer {
+    write(con + 1, &[(bits >> 8) as u8], crc)
 }
 
 impl Hot {
     pub(crate) fn build(dev: &SpiDevice, l: &Layout, crc: bool) -> Result<Hot, Error> {
         let p = |v: Vec<OwnedTransfer>| dev.prepare(v).map_err(|e| Error::Spi(e.into()));
         let status_rx = p(vec![read(C1INT, 8, crc).cs_change(None), read(l.rx_base, RX_HEAD, crc)])?;
-        let rx_uinc_t = || write(c1fifocon(RX_FIFO) + 1, &uinc_byte(c1fifocon(RX_FIFO), FIFOCON_UINC), crc);
+        let rx_uinc_t = || con_byte1(c1fifocon(RX_FIFO), FIFOCON_UINC, crc);
         let rx_uinc = p(vec![rx_uinc_t()])?;
         let tx_data = [8usize, usize::from(l.tx_obj) - 8];
-        let tef_uinc_t = || write(C1TEFCON + 1, &uinc_byte(C1TEFCON, TEFCON_UINC), crc);
+        let tef_uinc_t = || con_byte1(C1TEFCON, TEFCON_UINC, crc);
         let tx_msg = |data: usize, rx_u: bool, tef_u: bool| {
             let mut v = vec![
                 write(l.tx_base, &vec![0u8; 8 + data], crc),
-                write(c1fifocon(TX_FIFO) + 1, &uinc_byte(c1fifocon(TX_FIFO), FIFOCON_UINC | FIFOCON_TXREQ), crc),
+                con_byte1(c1fifocon(TX_FIFO), FIFOCON_UINC | FIFOCON_TXREQ, crc),
             ];
             if rx_u {
                 v.push(rx_uinc_t());
@@ -101,10 +102,7 @@ impl Hot {
             ])
         };
         let tx = [class(tx_data[0])?, class(tx_data[1])?];
-        let tef = p(vec![
-            read(l.tef_base, TEF_OBJ, crc).cs_change(None),
-            write(C1TEFCON + 1, &uinc_byte(C1TEFCON, TEFCON_UINC), crc),
-        ])?;
+        let tef = p(vec![read(l.tef_base, TEF_OBJ, crc).cs_change(None), tef_uinc_t()])?;
         let tef_uinc = p(vec![tef_uinc_t()])?;
         Ok(Hot { crc, status_rx, rx_uinc, tx, tx_data, tef, tef_uinc })
     }
