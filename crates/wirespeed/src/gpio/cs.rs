@@ -60,7 +60,7 @@
 //! Nothing is shifted: the core asserts CS before the first clock and stops
 //! when that fails.
 
-use super::config::{LineSettings, RequestConfig};
+use super::config::{Direction, LineSettings, RequestConfig};
 use super::error::GpioError;
 use super::request::LineRequest;
 use super::Chip;
@@ -106,7 +106,7 @@ impl GpioCs {
     /// `active_low` setting gives the polarity: see the module docs.
     pub fn new(line: LineRequest, offset: u32) -> Result<GpioCs, GpioError> {
         let settings = line.settings(offset)?;
-        if !line.is_output(offset)? {
+        if settings.direction != Direction::Output {
             return Err(GpioError::WrongDirection { offset, needs: "an output to serve as a chip select" });
         }
         line.set_value(offset, true)?;

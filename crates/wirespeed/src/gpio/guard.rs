@@ -67,12 +67,14 @@ pub struct RemovalState {
 
 /// The per-handle half of the [`Revocable`] guard: "this handle is inside
 /// an access", and the handle's copy of the chip's state bits.
-#[derive(Debug, Default)]
+/// Made only by [`RemovalState::new_slot`], which copies the chip's state
+/// bits (a default slot would skip the fence on a system without membarrier).
+#[derive(Debug)]
 pub struct Slot {
     line: CachePadded<SlotLine>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct SlotLine {
     busy: AtomicBool,
     flags: AtomicU8,

@@ -129,19 +129,7 @@ pub(crate) fn plan_shape(
     let actual = u64::from(caps.actual_speed_hz(speed_hz).max(1));
     let words = (len / wb) as u64;
     let wire_ns = (words * u64::from(bits) * 1_000_000_000).div_ceil(actual);
-    Ok(Step {
-        len,
-        bits,
-        speed_hz,
-        wire_ns,
-        delay_before_ns: 0,
-        delay_after_ns: 0,
-        cs_change: false,
-        cs_change_delay_ns: None,
-        word_delay_ns: 0,
-        tx: false,
-        rx: false,
-    })
+    Ok(Step { len, bits, speed_hz, wire_ns, ..Step::EMPTY })
 }
 
 /// Validates a whole message; nothing is sent unless every transfer is valid.
