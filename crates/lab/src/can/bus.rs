@@ -238,7 +238,6 @@ struct State {
     /// Earliest next SOF: end of the last frame plus intermission.
     idle_at: Instant,
     /// End (EOF or error frame) of the frame in flight or last sent.
-    frame_end: Instant,
     corrupt_next: u32,
     frames_ok: u64,
     frames_failed: u64,
@@ -300,7 +299,6 @@ impl Bus {
                     phase: Phase::Idle,
                     wakes: BTreeSet::new(),
                     idle_at: Instant::ZERO,
-                    frame_end: Instant::ZERO,
                     corrupt_next: 0,
                     frames_ok: 0,
                     frames_failed: 0,
@@ -606,7 +604,6 @@ fn arbitrate(inner: &Arc<Inner>, t: Instant) {
     {
         let mut st = lock(inner);
         st.phase = Phase::Busy;
-        st.frame_end = end;
         st.idle_at = end.add_ns(rates.nominal_ns(u64::from(INTERMISSION_BITS)));
         let weak = Arc::downgrade(inner);
         inner.scheduler.schedule(end, move |_| {
