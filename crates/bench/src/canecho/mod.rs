@@ -103,8 +103,10 @@ impl PolicyReport {
     fn irq_cpu_pct(&self) -> f64 {
         self.pct(self.load.echo_thread_cpu_ns + self.load.pump_thread_cpu_ns)
     }
+    /// Frames never read from the chip (lost to RX FIFO overflow) plus
+    /// frames read but dropped because the driver's queue was full.
     fn frames_lost(&self) -> u64 {
-        self.load.frames_sent.saturating_sub(self.load.frames_received) + self.load.rx_overflows
+        self.load.frames_sent.saturating_sub(self.load.frames_received) + self.load.rx_dropped
     }
 
     fn to_json(&self) -> serde_json::Value {
@@ -133,6 +135,7 @@ impl PolicyReport {
             "pump_thread_cpu_pct": round(self.pct(self.load.pump_thread_cpu_ns), 2),
             "process_cpu_pct": round(self.pct(self.load.process_cpu_ns), 2),
             "frames_lost": self.frames_lost(),
+            "rx_overflow_events": self.load.rx_overflows,
             "load_frames_sent": self.load.frames_sent,
             "load_frames_echoed": self.load.frames_echoed,
             "load_elapsed_s": round(self.load.elapsed_ns as f64 / 1e9, 3),
