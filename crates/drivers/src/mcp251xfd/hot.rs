@@ -22,7 +22,7 @@
 
 use super::config::Layout;
 use super::error::Error;
-use super::regio::{check_read, encode_read, encode_write, overhead, readdress_write, reseal_write};
+use super::regio::{check_read, encode_read, encode_write, overhead, readdress_write};
 use super::regs::*;
 use crate::can::{CanId, Frame};
 use wirespeed::spi::{OwnedTransfer, PreparedMessage, SpiDevice};
@@ -144,8 +144,8 @@ impl Hot {
         let data = &mut b[h + 8..h + 8 + self.tx_data[class]];
         data.fill(0);
         data[..frame.len()].copy_from_slice(frame.data());
+        // Sets the address and computes the CRC over the filled object.
         readdress_write(b, addr, crc);
-        reseal_write(b, crc);
     }
 }
 
