@@ -47,11 +47,27 @@ impl IrqLine {
 
     /// Hardware side: raise the line and wake every waiter.
     pub fn raise(&self) {
-        if !self.inner.level.swap(true, Ordering::AcqRel) {
-            self.inner.raised.fetch_add(1, Ordering::Relaxed);
-            let _guard = self.inner.lock.lock().unwrap_or_else(|e| e.into_inner());
-            self.inner.cv.notify_all();
+        if self.set_raised() {
+            self.wake();
         }
+    }
+
+    /// Hardware side, first half of [`IrqLine::raise`] for a caller holding
+    /// a lock: sets the level (no system call). Returns whether the line
+    /// rose; if so, call [`IrqLine::wake`] once the lock is released.
+    pub fn set_raised(&self) -> bool {
+        let rose = !self.inner.level.swap(true, Ordering::AcqRel);
+        if rose {
+            self.inner.raised.fetch_add(1, Ordering::Relaxed);
+        }
+        rose
+    }
+
+    /// Hardware side, second half of [`IrqLine::raise`]: wakes every waiter
+    /// (a waiter that finds the line low again goes back to sleep).
+    pub fn wake(&self) {
+        let _guard = self.inner.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.inner.cv.notify_all();
     }
 
     /// Hardware side: lower the line.

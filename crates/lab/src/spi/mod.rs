@@ -12,9 +12,10 @@ pub mod regs;
 use crate::irq::IrqLine;
 use crate::lab::Lab;
 use crate::pin::PinSink;
+use crate::scheduler::Scheduler;
 use crate::spin::{SpinGuard, SpinLock};
 use crate::trace::Trace;
-use model::Model;
+use model::{IrqEffects, Model};
 use std::fmt;
 use std::sync::{Arc, Weak};
 use wirespeed_time::{delay_ns, Instant};
@@ -54,6 +55,21 @@ pub(crate) struct Shared {
     irq: IrqLine,
     latency_ns: u64,
     config: SpiControllerConfig,
+    scheduler: Scheduler,
+    this: Weak<Shared>,
+}
+
+impl Shared {
+    /// Carries out what a model update left for after its lock.
+    fn apply(&self, fx: IrqEffects) {
+        if fx.wake {
+            self.irq.wake();
+        }
+        if let Some(due) = fx.check_at {
+            let block = self.this.clone();
+            self.scheduler.schedule(due, move |_| fire_irq_check(&block, due));
+        }
+    }
 }
 
 /// Handle to one SPI controller block. Clones share the block.
@@ -72,10 +88,12 @@ impl SpiController {
     pub(crate) fn new(lab: &Lab, config: SpiControllerConfig) -> SpiController {
         let irq = IrqLine::new(config.name);
         let shared = Arc::new_cyclic(|weak: &Weak<Shared>| Shared {
-            model: SpinLock::new(Model::new(&config, lab, weak.clone())),
+            model: SpinLock::new(Model::new(&config, lab)),
             irq: irq.clone(),
             latency_ns: lab.config().reg_access_latency_ns,
             config: config.clone(),
+            scheduler: lab.scheduler().clone(),
+            this: weak.clone(),
         });
         SpiController { shared }
     }
@@ -95,7 +113,9 @@ impl SpiController {
         delay_ns(self.shared.latency_ns);
         let mut m = self.lock();
         let v = m.read(reg);
-        m.update_irq(&self.shared.irq);
+        let fx = m.update_irq(&self.shared.irq);
+        drop(m);
+        self.shared.apply(fx);
         v
     }
 
@@ -105,7 +125,9 @@ impl SpiController {
         delay_ns(self.shared.latency_ns);
         let mut m = self.lock();
         m.write(reg, value);
-        m.update_irq(&self.shared.irq);
+        let fx = m.update_irq(&self.shared.irq);
+        drop(m);
+        self.shared.apply(fx);
     }
 
     /// Pushes several words into `TXDATA`: the same as that many writes, each
@@ -116,7 +138,9 @@ impl SpiController {
             delay_ns(self.shared.latency_ns);
             m.write(regs::TXDATA, w);
         }
-        m.update_irq(&self.shared.irq);
+        let fx = m.update_irq(&self.shared.irq);
+        drop(m);
+        self.shared.apply(fx);
     }
 
     /// The block's interrupt line.
@@ -182,15 +206,20 @@ impl PinSink for ExternalCs {
         if let Some(shared) = self.block.upgrade() {
             let mut m = shared.model.lock();
             m.external_cs(self.index, !high, at);
-            m.update_irq(&shared.irq);
+            let fx = m.update_irq(&shared.irq);
+            drop(m);
+            shared.apply(fx);
         }
     }
 }
 
-pub(crate) fn fire_irq_check(block: &Weak<Shared>) {
+/// The interrupt thread's check armed for `due`.
+fn fire_irq_check(block: &Weak<Shared>, due: Instant) {
     if let Some(shared) = block.upgrade() {
         let mut m = shared.model.lock();
-        m.timer_fired();
-        m.update_irq(&shared.irq);
+        m.check_fired(due);
+        let fx = m.update_irq(&shared.irq);
+        drop(m);
+        shared.apply(fx);
     }
 }

@@ -10,10 +10,8 @@ use super::regs::*;
 use super::{SpiControllerConfig, SpiDeviceModel};
 use crate::irq::IrqLine;
 use crate::lab::Lab;
-use crate::scheduler::{Scheduler, TimerId};
 use crate::trace::{Recorder, TraceEvent, GPIO_CS_BASE};
 use std::collections::VecDeque;
-use std::sync::Weak;
 use wirespeed_time::{now, Instant};
 
 struct Burst {
@@ -63,9 +61,21 @@ pub(super) struct Model {
     external: Vec<External>,
     pub(super) trace: Recorder,
     pub(super) power_ups: u64,
-    scheduler: Scheduler,
-    block: Weak<super::Shared>,
-    timer: Option<(TimerId, Instant)>,
+    /// When the pending interrupt check runs (a check that finds the
+    /// state changed is harmless, so a superseded one is never cancelled).
+    check_at: Option<Instant>,
+}
+
+/// What [`Model::update_irq`] leaves for after the model's lock: waking the
+/// line's waiters and arming a check (which may wake the interrupt thread)
+/// are system calls, too slow to make while other threads spin on the lock.
+#[must_use]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct IrqEffects {
+    /// The line rose: wake its waiters.
+    pub wake: bool,
+    /// Arm an interrupt check at this instant.
+    pub check_at: Option<Instant>,
 }
 
 fn bits_of(ctrl: u32) -> u8 {
@@ -73,7 +83,7 @@ fn bits_of(ctrl: u32) -> u8 {
 }
 
 impl Model {
-    pub(super) fn new(cfg: &SpiControllerConfig, lab: &Lab, block: Weak<super::Shared>) -> Model {
+    pub(super) fn new(cfg: &SpiControllerConfig, lab: &Lab) -> Model {
         Model {
             fifo_bytes: cfg.fifo_bytes,
             base_clock_hz: cfg.base_clock_hz,
@@ -98,9 +108,7 @@ impl Model {
             external: Vec::new(),
             trace: Recorder::default(),
             power_ups: 0,
-            scheduler: lab.scheduler().clone(),
-            block,
-            timer: None,
+            check_at: None,
         }
     }
 
@@ -381,23 +389,28 @@ impl Model {
         self.advance(t);
     }
 
-    pub(super) fn timer_fired(&mut self) {
-        self.timer = None;
+    /// The interrupt check armed for `due` ran.
+    pub(super) fn check_fired(&mut self, due: Instant) {
+        if self.check_at == Some(due) {
+            self.check_at = None;
+        }
         self.advance(now());
     }
 
-    /// Drives the IRQ line from the current state, and arranges for the
-    /// interrupt thread to look again when an enabled source will next fire.
-    pub(super) fn update_irq(&mut self, line: &IrqLine) {
+    /// Drives the IRQ line's level from the current state, and says what is
+    /// left to do once the lock is released: waking the line's waiters, and
+    /// when the interrupt thread must look again because an enabled source
+    /// will fire then.
+    pub(super) fn update_irq(&mut self, line: &IrqLine) -> IrqEffects {
         if self.irqen == 0 {
             if line.is_raised() {
                 line.lower();
             }
-            return;
+            self.check_at = None;
+            return IrqEffects::default();
         }
         if self.irq_pending() & self.irqen != 0 {
-            line.raise();
-            return;
+            return IrqEffects { wake: line.set_raised(), check_at: None };
         }
         if line.is_raised() {
             line.lower();
@@ -414,21 +427,8 @@ impl Model {
                 }
             }
         }
-        match (due, self.timer) {
-            (Some(d), Some((_, at))) if at == d => {}
-            (Some(d), old) => {
-                if let Some((id, _)) = old {
-                    self.scheduler.cancel(id);
-                }
-                let block = self.block.clone();
-                let id = self.scheduler.schedule(d, move |_| super::fire_irq_check(&block));
-                self.timer = Some((id, d));
-            }
-            (None, Some((id, _))) => {
-                self.scheduler.cancel(id);
-                self.timer = None;
-            }
-            (None, None) => {}
-        }
+        let arm = due.filter(|&d| self.check_at != Some(d));
+        self.check_at = due;
+        IrqEffects { wake: false, check_at: arm }
     }
 }

@@ -321,7 +321,10 @@ impl SpiDeviceModel for Mcp2518fd {
             let b = (mosi >> (8 * u32::from(i))) as u8;
             miso |= u32::from(spi::SpiState::byte(&mut c, b, at)) << (8 * u32::from(i));
         }
-        c.update_pins(at);
+        // Reading changes no state, so only a write can move the pins.
+        if c.spi.may_change_state() {
+            c.update_pins(at);
+        }
         miso
     }
 }

@@ -57,6 +57,12 @@ impl SpiState {
         *self = SpiState { phase: Phase::Cmd1, ..SpiState::default() };
     }
 
+    /// Whether the access in progress may have changed the device's state
+    /// (any instruction but READ and READ_CRC, whose bytes only read).
+    pub fn may_change_state(&self) -> bool {
+        !matches!(self.instr, INSTR_READ | INSTR_READ_CRC)
+    }
+
     /// CS went high at `at`: finish the access.
     pub fn deselect(core: &mut Core, at: Instant) {
         let s = std::mem::take(&mut core.spi);
