@@ -145,7 +145,7 @@ fn hot_path_uses_few_transfers() {
     // Per echo: status + RX object (one message), TX object + TXREQ + RX UINC
     // (one message), then (next round) the TEF object + UINC.
     assert!(bits.len() <= 3 * 7, "{bits:?}");
-    assert_eq!(&bits[..5], &[80, 176, 144, 24, 24], "{bits:?}");
+    assert_eq!(&bits[..5], &[48, 176, 144, 24, 24], "{bits:?}");
 }
 
 #[test]

@@ -2,12 +2,13 @@
 //! run with no validation and no allocation (as the Linux driver builds its
 //! `spi_message`s once):
 //!
-//! - `status_rx`: READ of C1INT..C1RXIF (8 bytes) and, in a second
-//!   chip-select window of the same message, a speculative READ of the RX
-//!   object at the driver's tail (header, timestamp and the first 8 data
-//!   bytes). Interrupts are almost always a received frame, so one message
-//!   usually carries everything; if C1RXIF says the FIFO is empty the object
-//!   bytes are ignored.
+//! - `status_rx`: READ of C1INT (4 bytes) and, in a second chip-select
+//!   window of the same message, a speculative READ of the RX object at the
+//!   driver's tail (header, timestamp and the first 8 data bytes).
+//!   Interrupts are almost always a received frame, so one message usually
+//!   carries everything; if C1INT.RXIF is clear the object bytes are
+//!   ignored. (RXIF is the OR of C1RXIF over the RX FIFOs, and the driver
+//!   has one, so reading C1RXIF too would add 32 clocks and no news.)
 //! - `rx_uinc`: WRITE of the RX FIFO's FIFOCON byte 1 = UINC.
 //! - `tx[class][rx_uinc][tef_uinc]`: WRITE of the TX object at the TX FIFO's
 //!   head, then WRITE of its FIFOCON byte 1 = UINC | TXREQ, and optionally the
@@ -74,7 +75,7 @@ fn con_byte1(con: u16, bits: u32, crc: bool) -> OwnedTransfer {
 impl Hot {
     pub(crate) fn build(dev: &SpiDevice, l: &Layout, crc: bool) -> Result<Hot, Error> {
         let p = |v: Vec<OwnedTransfer>| dev.prepare(v).map_err(|e| Error::Spi(e.into()));
-        let status_rx = p(vec![read(C1INT, 8, crc).cs_change(None), read(l.rx_base, RX_HEAD, crc)])?;
+        let status_rx = p(vec![read(C1INT, 4, crc).cs_change(None), read(l.rx_base, RX_HEAD, crc)])?;
         let rx_uinc_t = || con_byte1(c1fifocon(RX_FIFO), FIFOCON_UINC, crc);
         let rx_uinc = p(vec![rx_uinc_t()])?;
         let tx_data = [8usize, usize::from(l.tx_obj) - 8];
@@ -123,13 +124,12 @@ impl Hot {
         }
     }
 
-    /// (C1INT, C1RXIF) and the RX object bytes of the last `status_rx` run.
-    pub(crate) fn status(&self, rx_addr: u16) -> Result<(u32, u32, &[u8]), Error> {
+    /// C1INT and the RX object bytes of the last `status_rx` run.
+    pub(crate) fn status(&self, rx_addr: u16) -> Result<(u32, &[u8]), Error> {
         let s = check_read(self.status_rx.rx(0).unwrap_or(&[]), C1INT, self.crc)?;
         let int = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
-        let rxif = u32::from_le_bytes([s[4], s[5], s[6], s[7]]);
         let obj = check_read(self.status_rx.rx(1).unwrap_or(&[]), rx_addr, self.crc)?;
-        Ok((int, rxif, obj))
+        Ok((int, obj))
     }
 
     /// Fills TX message `[class][rx_u][tef_u]` with `frame` at `addr`, sequence `seq`.

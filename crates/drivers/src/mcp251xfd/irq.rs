@@ -1,4 +1,4 @@
-//! Interrupt service: one prepared message reads C1INT, C1RXIF and the RX
+//! Interrupt service: one prepared message reads C1INT and the RX
 //! object at the tail; rare sources (errors, overflows) take the
 //! configuration path.
 
@@ -34,8 +34,8 @@ impl Mcp251xfd {
         let (int, frame) = loop {
             self.io.dev.run(&mut self.hot.status_rx)?;
             match self.hot.status(addr) {
-                Ok((int, rxif, obj)) => {
-                    let rx = (int & INT_RXIF != 0 && rxif & (1 << RX_FIFO) != 0).then(|| decode_rx(obj));
+                Ok((int, obj)) => {
+                    let rx = (int & INT_RXIF != 0).then(|| decode_rx(obj));
                     break (int, rx);
                 }
                 Err(e) => {

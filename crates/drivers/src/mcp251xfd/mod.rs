@@ -20,7 +20,7 @@
 //!   and the mode. Transmission uses a TX FIFO rather than the TXQ, which
 //!   sends by ID and so may reorder frames that share one.
 //! - **Receive**: the INT line ([`intwait`]) → one prepared message reading
-//!   C1INT..C1RXIF and the RX object at the tail (module `hot`) → the frame. The
+//!   C1INT and the RX object at the tail (module `hot`) → the frame. The
 //!   RX UINC is deferred until after the next transmit (or the next
 //!   receive), so an echo's TX reaches the wire first.
 //! - **Transmit** ([`Mcp251xfd::send`]): one prepared message writes the
