@@ -1,5 +1,7 @@
 //! What a run cost the machine: CPU time per thread and per process, and
-//! context switches of all the process's threads.
+//! context switches of all the process's threads; and what the machine took
+//! away from the run: time a virtual machine's CPUs were runnable but not
+//! run by the hypervisor ("steal").
 
 /// CPU time of the calling thread, in ns (`CLOCK_THREAD_CPUTIME_ID`).
 pub fn thread_cpu_ns() -> u64 {
@@ -38,9 +40,49 @@ impl ProcessUsage {
     }
 }
 
+/// The system's CPU time stolen by the hypervisor so far, summed over all
+/// CPUs, in ns (the `steal` column of `/proc/stat`); `None` where the kernel
+/// does not report it.
+pub fn host_steal_ns() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    parse_steal_ticks(&stat).map(|ticks| ticks * (1_000_000_000 / clock_ticks_per_s()))
+}
+
+/// Steal over a wall-clock interval as a percentage of all CPUs' time.
+pub fn steal_pct(steal_ns: u64, elapsed_ns: u64) -> f64 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    steal_ns as f64 * 100.0 / (elapsed_ns.max(1) as f64 * cpus)
+}
+
+fn clock_ticks_per_s() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        hz as u64
+    } else {
+        100
+    }
+}
+
+/// The 8th value of the aggregate `cpu` line (user nice system idle iowait
+/// irq softirq **steal** …).
+fn parse_steal_ticks(stat: &str) -> Option<u64> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    line.split_whitespace().nth(8)?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steal_is_the_eighth_value_of_the_cpu_line() {
+        let stat = "cpu  2078548 19980 165529 2301580 7065 0 9709 51901 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
+        assert_eq!(parse_steal_ticks(stat), Some(51901));
+        assert_eq!(parse_steal_ticks("cpu  1 2 3\n"), None);
+        assert_eq!(parse_steal_ticks("intr 5\n"), None);
+        assert!(host_steal_ns().is_some(), "this kernel reports steal time");
+    }
 
     #[test]
     fn cpu_time_grows_with_work_and_sleep_switches_context() {

@@ -26,7 +26,10 @@
 //!   core's pump thread (`/proc/self/task/*/schedstat`), which is where
 //!   classic runs every message (in the seed's kernel the IRQ thread itself
 //!   pumped its `spi_sync` messages, so its 13.3 % includes that work) —
-//!   over the run's elapsed time; both parts are reported too.
+//!   over the run's elapsed time; both parts are reported too. Beside them,
+//!   `load_host_steal_pct`: the CPU time a hypervisor took from this machine
+//!   during the run (`/proc/stat`). The lab's bus runs in real time while a
+//!   stolen CPU stands still, so frames lost under load follow steal.
 //!
 //! The echo answers with the request's id − 1 (configurable), so that at
 //! full load the echo wins arbitration instead of starving behind a
@@ -139,6 +142,7 @@ impl PolicyReport {
             "load_frames_sent": self.load.frames_sent,
             "load_frames_echoed": self.load.frames_echoed,
             "load_elapsed_s": round(self.load.elapsed_ns as f64 / 1e9, 3),
+            "load_host_steal_pct": self.load.host_steal_pct.map(|p| round(p, 1)),
         })
     }
 }
@@ -258,6 +262,11 @@ impl CanechoReport {
             a.frames_lost(),
             c.frames_lost()
         ));
+        if let (Some(sa), Some(sc)) = (a.load.host_steal_pct, c.load.host_steal_pct) {
+            s.push_str(&format!(
+                "CPU time the hypervisor stole during the load runs: A {sa:.1} %, C {sc:.1} % (the lab's bus keeps real time while a stolen CPU stands still)\n"
+            ));
+        }
         s
     }
 }
@@ -287,6 +296,7 @@ mod tests {
                 "irq_thread_cpu_pct",
                 "process_cpu_pct",
                 "frames_lost",
+                "load_host_steal_pct",
             ] {
                 assert!(!v[k].is_null(), "{p}.{k} missing: {v}");
             }
