@@ -39,4 +39,4 @@ pub mod trace;
 pub use irq::IrqLine;
 pub use lab::{Lab, LabConfig};
 pub use pin::{Pin, PinSink};
-pub use scheduler::{Scheduler, TimerId};
+pub use scheduler::{Scheduler, SchedulerWatch, TimerId};

@@ -120,10 +120,28 @@ impl Scheduler {
         TimerId(id)
     }
 
+    /// A handle that tells whether this interrupt thread has stopped (every
+    /// [`Scheduler`] clone dropped), without keeping it alive: for tests
+    /// that a lab's parts do not keep each other alive in a cycle.
+    pub fn watch(&self) -> SchedulerWatch {
+        SchedulerWatch(Arc::downgrade(&self._owner))
+    }
+
     /// Cancels a scheduled event; false if it already ran or was cancelled.
     pub fn cancel(&self, id: TimerId) -> bool {
         let mut st = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
         st.tasks.remove(&id.0).is_some()
+    }
+}
+
+/// See [`Scheduler::watch`].
+#[derive(Clone, Debug)]
+pub struct SchedulerWatch(std::sync::Weak<Owner>);
+
+impl SchedulerWatch {
+    /// Whether every handle is gone and the thread has been stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.0.strong_count() == 0
     }
 }
 

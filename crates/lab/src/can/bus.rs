@@ -263,6 +263,19 @@ impl fmt::Debug for Bus {
     }
 }
 
+/// A node's way back to the bus that holds it: a strong one would make a
+/// cycle (bus → node → bus) that keeps the whole lab, and its interrupt
+/// thread, alive after the last user handle is dropped.
+#[derive(Clone)]
+pub(crate) struct WeakBus(std::sync::Weak<Inner>);
+
+impl WeakBus {
+    /// The bus, unless it is gone (then a node behaves as detached).
+    pub(crate) fn upgrade(&self) -> Option<Bus> {
+        self.0.upgrade().map(|inner| Bus { inner })
+    }
+}
+
 struct Contender {
     id: NodeId,
     req: TxRequest,
@@ -310,6 +323,11 @@ impl Bus {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         lock(&self.inner)
+    }
+
+    /// A handle for a node that the bus itself holds (see [`WeakBus`]).
+    pub(crate) fn downgrade(&self) -> WeakBus {
+        WeakBus(Arc::downgrade(&self.inner))
     }
 
     /// The bus's bit rates.

@@ -25,6 +25,7 @@
 
 mod bits;
 mod bus;
+pub(crate) use bus::WeakBus;
 mod frame;
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,9 @@
 //! [`pair_echoes`], which pairs each generated frame with the next frame from
 //! another node to measure echo gaps (RX EOF → echo SOF).
 
-use super::bus::{Bus, BusObserver, CanNode, FrameRecord, FrameStamp, NodeId, Participation, TxOutcome, TxRequest};
+use super::bus::{
+    Bus, BusObserver, CanNode, FrameRecord, FrameStamp, NodeId, Participation, TxOutcome, TxRequest, WeakBus,
+};
 use super::frame::{CanId, Frame, FrameError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -80,7 +82,7 @@ struct GenState {
 }
 
 struct GenInner {
-    bus: Bus,
+    bus: WeakBus,
     cfg: GeneratorConfig,
     state: Mutex<GenState>,
     done: Condvar,
@@ -149,7 +151,7 @@ impl Generator {
             _ => 0x9E37_79B9_7F4A_7C15,
         };
         let inner = Arc::new(GenInner {
-            bus: bus.clone(),
+            bus: bus.downgrade(),
             cfg,
             state: Mutex::new(GenState {
                 next: 0,
@@ -182,7 +184,9 @@ impl Generator {
             st.current = Some(f);
             st.ready_at = Some(at);
         }
-        self.inner.bus.request(at);
+        if let Some(bus) = self.inner.bus.upgrade() {
+            bus.request(at);
+        }
     }
 
     /// Frames sent so far.
@@ -270,7 +274,9 @@ impl CanNode for GenNode {
             }
         };
         if let Some(at) = next_at {
-            self.0.bus.request(at);
+            if let Some(bus) = self.0.bus.upgrade() {
+                bus.request(at);
+            }
         }
     }
 

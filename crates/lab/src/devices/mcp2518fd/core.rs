@@ -6,7 +6,7 @@ use super::fifo::Fifo;
 use super::regs::*;
 use super::spi::SpiState;
 use super::{Mcp2518fdConfig, Mode, Stats};
-use crate::can::{BitRates, Bus, ErrorCounters, Frame, FrameStamp, NodeId, TxOutcome};
+use crate::can::{BitRates, Bus, ErrorCounters, Frame, FrameStamp, NodeId, TxOutcome, WeakBus};
 use crate::pin::Pin;
 use crate::scheduler::Scheduler;
 use std::sync::{Mutex, Weak};
@@ -35,7 +35,7 @@ pub(super) struct Core {
     pub(super) stats: Stats,
     pub(super) spi: SpiState,
     pub(super) pins: Pins,
-    pub(super) bus: Option<(Bus, NodeId)>,
+    pub(super) bus: Option<(WeakBus, NodeId)>,
     pub(super) counters: ErrorCounters,
     /// FIFOs with an interrupt enable set in FIFOCON (bit m: FIFO m): the
     /// only ones that can raise an interrupt, kept with FIFOCON.
@@ -83,6 +83,11 @@ pub(super) fn merge(old: u32, val: u32, mask: u32) -> u32 {
 }
 
 impl Core {
+    /// The bus this device is attached to, if any (and if it still exists).
+    pub(super) fn bus(&self) -> Option<(Bus, NodeId)> {
+        self.bus.as_ref().and_then(|(b, id)| Some((b.upgrade()?, *id)))
+    }
+
     pub(super) fn new(cfg: Mcp2518fdConfig, scheduler: Scheduler, pins: Pins, at: Instant) -> Core {
         let mut c = Core {
             cfg,
@@ -269,10 +274,7 @@ impl Core {
             return;
         }
         self.events.retain(|p| !matches!(p.ev, Event::Mode(_)));
-        let bus_idle = match &self.bus {
-            Some((bus, _)) => bus.idle_at(),
-            None => at,
-        };
+        let bus_idle = self.bus().map_or(at, |(bus, _)| bus.idle_at());
         let switch = self.cfg.mode_switch_ns;
         let when = if self.mode == Mode::Config && Self::is_bus_mode(to) {
             // Bus integration: 11 recessive nominal bits on an idle bus.
@@ -303,8 +305,8 @@ impl Core {
         }
         if from == Mode::Config {
             self.layout();
-            if let Some((bus, id)) = &self.bus {
-                bus.set_error_counters(*id, ErrorCounters::default());
+            if let Some((bus, id)) = self.bus() {
+                bus.set_error_counters(id, ErrorCounters::default());
             }
             self.counters = ErrorCounters::default();
         }

@@ -201,7 +201,7 @@ impl Mcp2518fd {
     /// Attaches the device to `bus` as a node.
     pub fn attach_to_bus(&self, bus: &Bus, name: &str) -> NodeId {
         let id = bus.attach(Arc::new(Node(self.core.clone())), name);
-        self.lock().bus = Some((bus.clone(), id));
+        self.lock().bus = Some((bus.downgrade(), id));
         id
     }
 
@@ -291,7 +291,7 @@ impl Mcp2518fd {
 
     /// Fault: drives the device bus-off (through its bus) at `at`.
     pub fn force_bus_off(&self, at: Instant) {
-        let bus = self.lock().bus.clone();
+        let bus = self.lock().bus();
         if let Some((bus, id)) = bus {
             bus.force_bus_off(id, at);
         }

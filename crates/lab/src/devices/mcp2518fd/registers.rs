@@ -37,8 +37,7 @@ impl Core {
         let a = addr & !3;
         match a {
             C1CON => {
-                let busy =
-                    self.bus.as_ref().is_some_and(|(b, _)| Self::is_bus_mode(self.mode) && b.busy_until(at).is_some());
+                let busy = self.bus().is_some_and(|(b, _)| Self::is_bus_mode(self.mode) && b.busy_until(at).is_some());
                 (self.con & !(7 << CON_OPMOD_SHIFT) & !CON_BUSY)
                     | (u32::from(self.mode.bits()) << CON_OPMOD_SHIFT)
                     | if busy { CON_BUSY } else { 0 }

@@ -532,3 +532,19 @@ fn echo_through_the_model_on_the_bus() {
 
 use crate::can::NodeId;
 use std::sync::{Arc, Mutex};
+
+#[test]
+fn a_lab_with_a_device_on_a_bus_stops_its_interrupt_thread_when_dropped() {
+    let mut t = T::new();
+    let watch = t.lab.scheduler().watch();
+    let bus = ready_on_bus(&mut t);
+    let rec = Recorder::attach(&bus, 4);
+    setup_fifos(&mut t);
+    t.set_mode(MODE_NORMAL_FD);
+    let gen = Generator::attach(&bus, "gen", GeneratorConfig { count: 2, gap_ns: 0, ..Default::default() }).unwrap();
+    gen.start(now());
+    assert!(gen.wait_done(Duration::from_secs(5)));
+    assert!(!watch.is_stopped());
+    drop((t, bus, rec, gen));
+    assert!(watch.is_stopped(), "a part of the lab keeps its interrupt thread alive (a reference cycle)");
+}

@@ -100,7 +100,7 @@ impl Core {
         match self.mode {
             Mode::InternalLoopback => self.internal_tx(ready.max(at)),
             m if Self::is_bus_mode(m) && m != Mode::ListenOnly && m != Mode::Restricted => {
-                if let Some((bus, _)) = &self.bus {
+                if let Some((bus, _)) = self.bus() {
                     bus.request(ready);
                 }
             }
