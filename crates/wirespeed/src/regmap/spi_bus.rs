@@ -28,8 +28,13 @@ pub struct SpiBus {
     dev: SpiDevice,
     /// Prepared batch messages by window lengths, most recently used last.
     prepared: Vec<(Vec<usize>, PreparedMessage)>,
-    pending: Vec<Pending>,
+    /// Submitted batches and their shapes, until [`RegmapBus::complete`].
+    pending: Vec<(Pending, Vec<usize>)>,
+    /// The shape of the batch being laid out.
     shape: Vec<usize>,
+    /// The shape vector of the kept message last taken out for reuse: it
+    /// becomes the next `shape`, so a repeated batch allocates nothing.
+    spare: Vec<usize>,
 }
 
 impl fmt::Debug for SpiBus {
@@ -45,7 +50,7 @@ fn bus_error(e: SpiError) -> BusError {
 impl SpiBus {
     /// A bus over `dev`.
     pub fn new(dev: SpiDevice) -> SpiBus {
-        SpiBus { dev, prepared: Vec::new(), pending: Vec::new(), shape: Vec::new() }
+        SpiBus { dev, prepared: Vec::new(), pending: Vec::new(), shape: Vec::new(), spare: Vec::new() }
     }
 
     /// The SPI device.
@@ -60,7 +65,11 @@ impl SpiBus {
         self.shape.extend(batch.windows().map(<[u8]>::len));
         let kept = self.prepared.iter().position(|(s, _)| *s == self.shape);
         let mut msg = match kept {
-            Some(i) => self.prepared.swap_remove(i).1,
+            Some(i) => {
+                let (shape, msg) = self.prepared.swap_remove(i);
+                self.spare = shape;
+                msg
+            }
             None => {
                 let n = batch.len();
                 let transfers = batch
@@ -86,15 +95,17 @@ impl SpiBus {
         Ok(msg)
     }
 
+    /// The laid-out batch's shape, leaving the spare vector in its place.
+    fn take_shape(&mut self) -> Vec<usize> {
+        let spare = std::mem::take(&mut self.spare);
+        std::mem::replace(&mut self.shape, spare)
+    }
+
     fn keep(&mut self, msg: PreparedMessage, shape: Vec<usize>) {
         if self.prepared.len() >= PREPARED_KEPT {
             self.prepared.remove(0);
         }
         self.prepared.push((shape, msg));
-    }
-
-    fn shape_of(msg: &mut PreparedMessage) -> Vec<usize> {
-        (0..msg.len()).map(|i| msg.tx_mut(i).map_or(0, |t| t.len())).collect()
     }
 }
 
@@ -148,7 +159,7 @@ impl RegmapBus for SpiBus {
         }
         let mut msg = self.message_for(batch)?;
         let r = self.dev.run(&mut msg);
-        let shape = std::mem::take(&mut self.shape);
+        let shape = self.take_shape();
         self.keep(msg, shape);
         r.map_err(bus_error)
     }
@@ -158,20 +169,23 @@ impl RegmapBus for SpiBus {
             return Ok(());
         }
         let msg = self.message_for(batch)?;
-        self.pending.push(self.dev.submit(msg));
+        let shape = self.take_shape();
+        self.pending.push((self.dev.submit(msg), shape));
         Ok(())
     }
 
     fn complete(&mut self) -> Result<(), BusError> {
         let mut first_err = Ok(());
-        for p in std::mem::take(&mut self.pending) {
-            let (mut msg, r) = p.wait();
-            let shape = SpiBus::shape_of(&mut msg);
+        // Drained in place, so the queue keeps its capacity.
+        let mut pending = std::mem::take(&mut self.pending);
+        for (p, shape) in pending.drain(..) {
+            let (msg, r) = p.wait();
             self.keep(msg, shape);
             if first_err.is_ok() {
                 first_err = r.map_err(bus_error);
             }
         }
+        self.pending = pending;
         first_err
     }
 }
