@@ -4,10 +4,12 @@
 //! goes through [`TsExtender::extend`]: the signed 32-bit distance from the
 //! newest stamp seen is added to the 64-bit value, so a stamp slightly older
 //! than the newest (a TEF entry read after a later RX) maps correctly and
-//! never moves the clock back. Correct as long as some stamp is observed at
-//! least every half wrap (2^31 ticks: 35 minutes at 1 µs per tick); the
-//! driver reads TBC itself when it has seen nothing for
-//! [`TsExtender::STALE_NS`].
+//! never moves the clock back. That distance is only unambiguous within half
+//! a wrap (2^31 ticks: 35.8 minutes at 1 µs per tick), so after a long quiet
+//! spell (a quarter wrap of host time since the newest stamp) the number of
+//! wraps comes from the host clock instead: the value nearest to what host
+//! time predicts. The driver also reads TBC itself when it has seen nothing
+//! for [`TsExtender::STALE_NS`].
 
 use wirespeed::time::Instant;
 
@@ -18,6 +20,14 @@ pub struct TsExtender {
     last64: u64,
     seen_at: Option<Instant>,
 }
+
+/// TBC ticks per second (the driver programs the time base to count µs).
+const TICKS_PER_S: u64 = 1_000_000;
+/// Host time since the newest stamp, in ticks, from which the wrap count is
+/// taken from the host clock (a quarter wrap: well inside the half wrap the
+/// signed distance can tell, whatever the drift between the two clocks).
+const HOST_RESOLVE_TICKS: u64 = 1 << 30;
+const WRAP: u64 = 1 << 32;
 
 impl TsExtender {
     /// Host time after which the driver refreshes from TBC (30 minutes).
@@ -38,8 +48,18 @@ impl TsExtender {
     /// The 64-bit value of a 32-bit stamp observed at host time `at`.
     pub fn extend(&mut self, t32: u32, at: Instant) -> u64 {
         let d = i64::from(t32.wrapping_sub(self.last32) as i32);
-        let v = (self.last64 as i64).wrapping_add(d) as u64;
-        if d >= 0 {
+        let mut v = (self.last64 as i64).wrapping_add(d) as u64;
+        let host_ticks = self.seen_at.map_or(0, |t| at.ns_since(t) / (1_000_000_000 / TICKS_PER_S));
+        if host_ticks >= HOST_RESOLVE_TICKS {
+            let expected = self.last64 + host_ticks;
+            let same_wrap = (expected & !(WRAP - 1)) | u64::from(t32);
+            v = [same_wrap.checked_sub(WRAP), Some(same_wrap), same_wrap.checked_add(WRAP)]
+                .into_iter()
+                .flatten()
+                .min_by_key(|c| c.abs_diff(expected))
+                .unwrap_or(same_wrap);
+        }
+        if v >= self.last64 {
             self.last32 = t32;
             self.last64 = v;
             self.seen_at = Some(at);
@@ -67,5 +87,23 @@ mod tests {
         assert_eq!(e.extend(0x20, t), 0x3_0000_0020);
         assert!(!e.stale(t));
         assert!(e.stale(Instant::from_ns(TsExtender::STALE_NS + 2)));
+    }
+
+    #[test]
+    fn after_a_long_quiet_spell_host_time_counts_the_wraps() {
+        let s = 1_000_000_000u64; // 1 s in ns
+        let mut e = TsExtender::default();
+        e.start(0, Instant::from_ns(s));
+        // 40 minutes later the 32-bit distance looks negative (more than half
+        // a wrap): host time says it went forward.
+        let forty_min = 40 * 60 * 1_000_000u64;
+        assert_eq!(e.extend(forty_min as u32, Instant::from_ns(s + forty_min * 1_000)), forty_min);
+        // 3 hours later (2.5 wraps), a stamp 2 ms short of what host time predicts.
+        let three_h = 3 * 3600 * 1_000_000u64;
+        let at = Instant::from_ns(s + (forty_min + three_h) * 1_000);
+        let v = forty_min + three_h - 2_000;
+        assert_eq!(e.extend(v as u32, at), v);
+        // Right after, the signed distance is back in charge: an older stamp maps before.
+        assert_eq!(e.extend((v - 5) as u32, at), v - 5);
     }
 }
