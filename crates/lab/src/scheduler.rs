@@ -65,8 +65,13 @@ impl Drop for Owner {
     fn drop(&mut self) {
         self.shared.state.lock().unwrap_or_else(|e| e.into_inner()).shutdown = true;
         self.shared.wake.notify_all();
+        // The last handle may go with a task's temporary reference, on the
+        // interrupt thread itself: it then stops after that task, unjoined.
+        let own_thread = RUNNING.with(|r| std::ptr::eq(r.get(), Arc::as_ptr(&self.shared)));
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            if !own_thread {
+                let _ = t.join();
+            }
         }
     }
 }
