@@ -56,19 +56,16 @@ pub(crate) struct Shared {
     latency_ns: u64,
     config: SpiControllerConfig,
     scheduler: Scheduler,
-    this: Weak<Shared>,
 }
 
-impl Shared {
-    /// Carries out what a model update left for after its lock.
-    fn apply(&self, fx: IrqEffects) {
-        if fx.wake {
-            self.irq.wake();
-        }
-        if let Some(due) = fx.check_at {
-            let block = self.this.clone();
-            self.scheduler.schedule(due, move |_| fire_irq_check(&block, due));
-        }
+/// Carries out what a model update left for after its lock.
+fn apply(shared: &Arc<Shared>, fx: IrqEffects) {
+    if fx.wake {
+        shared.irq.wake();
+    }
+    if let Some(due) = fx.check_at {
+        let block = Arc::downgrade(shared);
+        shared.scheduler.schedule(due, move |_| fire_irq_check(&block, due));
     }
 }
 
@@ -86,14 +83,12 @@ impl fmt::Debug for SpiController {
 
 impl SpiController {
     pub(crate) fn new(lab: &Lab, config: SpiControllerConfig) -> SpiController {
-        let irq = IrqLine::new(config.name);
-        let shared = Arc::new_cyclic(|weak: &Weak<Shared>| Shared {
+        let shared = Arc::new(Shared {
             model: SpinLock::new(Model::new(&config, lab)),
-            irq: irq.clone(),
+            irq: IrqLine::new(config.name),
             latency_ns: lab.config().reg_access_latency_ns,
             config: config.clone(),
             scheduler: lab.scheduler().clone(),
-            this: weak.clone(),
         });
         SpiController { shared }
     }
@@ -115,7 +110,7 @@ impl SpiController {
         let v = m.read(reg);
         let fx = m.update_irq(&self.shared.irq);
         drop(m);
-        self.shared.apply(fx);
+        apply(&self.shared, fx);
         v
     }
 
@@ -127,7 +122,7 @@ impl SpiController {
         m.write(reg, value);
         let fx = m.update_irq(&self.shared.irq);
         drop(m);
-        self.shared.apply(fx);
+        apply(&self.shared, fx);
     }
 
     /// Pushes several words into `TXDATA`: the same as that many writes, each
@@ -140,7 +135,7 @@ impl SpiController {
         }
         let fx = m.update_irq(&self.shared.irq);
         drop(m);
-        self.shared.apply(fx);
+        apply(&self.shared, fx);
     }
 
     /// The block's interrupt line.
@@ -208,7 +203,7 @@ impl PinSink for ExternalCs {
             m.external_cs(self.index, !high, at);
             let fx = m.update_irq(&shared.irq);
             drop(m);
-            shared.apply(fx);
+            apply(&shared, fx);
         }
     }
 }
@@ -220,6 +215,6 @@ fn fire_irq_check(block: &Weak<Shared>, due: Instant) {
         m.check_fired(due);
         let fx = m.update_irq(&shared.irq);
         drop(m);
-        shared.apply(fx);
+        apply(&shared, fx);
     }
 }
