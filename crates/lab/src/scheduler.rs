@@ -48,6 +48,11 @@ thread_local! {
     static RUNNING: std::cell::Cell<*const Shared> = const { std::cell::Cell::new(std::ptr::null()) };
 }
 
+/// Whether the calling thread is `shared`'s interrupt thread.
+fn on_interrupt_thread(shared: &Arc<Shared>) -> bool {
+    RUNNING.with(|r| std::ptr::eq(r.get(), Arc::as_ptr(shared)))
+}
+
 /// Handle to a lab's interrupt thread. Cloning shares the thread; it stops
 /// when the last handle is dropped.
 #[derive(Clone)]
@@ -67,7 +72,7 @@ impl Drop for Owner {
         self.shared.wake.notify_all();
         // The last handle may go with a task's temporary reference, on the
         // interrupt thread itself: it then stops after that task, unjoined.
-        let own_thread = RUNNING.with(|r| std::ptr::eq(r.get(), Arc::as_ptr(&self.shared)));
+        let own_thread = on_interrupt_thread(&self.shared);
         if let Some(t) = self.thread.take() {
             if !own_thread {
                 let _ = t.join();
@@ -118,8 +123,7 @@ impl Scheduler {
         drop(st);
         // The interrupt thread looks at the queue again after each task:
         // waking it from its own task would only cost a system call.
-        let own_thread = RUNNING.with(|r| std::ptr::eq(r.get(), Arc::as_ptr(&self.shared)));
-        if earliest.is_none_or(|e| at < e) && !own_thread {
+        if earliest.is_none_or(|e| at < e) && !on_interrupt_thread(&self.shared) {
             // A spinning thread sees the bump; one that stopped spinning
             // takes the lock and so sees the event (pushed under it) anyway.
             self.shared.earlier.fetch_add(1, Ordering::SeqCst);
