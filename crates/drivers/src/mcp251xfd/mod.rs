@@ -66,7 +66,7 @@ use std::time::Duration;
 use timestamp::TsExtender;
 use wirespeed::gpio::LineRequest;
 use wirespeed::spi::SpiDevice;
-use wirespeed::time::{now, Instant};
+use wirespeed::time::now;
 
 /// The controller's fault-confinement state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -282,10 +282,6 @@ impl Mcp251xfd {
         let tef_room = self.tx_in_flight < usize::from(self.plan.layout.tx_depth);
         if self.tef_hint && (self.cfg.tx_timestamps || !tef_room) {
             self.reap_hinted()?;
-        }
-        let t: Instant = now();
-        if self.ts.stale(t) {
-            self.time_base()?;
         }
         Ok(())
     }

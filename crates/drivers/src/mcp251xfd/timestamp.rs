@@ -8,8 +8,7 @@
 //! a wrap (2^31 ticks: 35.8 minutes at 1 µs per tick), so after a long quiet
 //! spell (a quarter wrap of host time since the newest stamp) the number of
 //! wraps comes from the host clock instead: the value nearest to what host
-//! time predicts. The driver also reads TBC itself when it has seen nothing
-//! for [`TsExtender::STALE_NS`].
+//! time predicts. So no periodic read of TBC is needed to keep it right.
 
 use wirespeed::time::Instant;
 
@@ -30,19 +29,11 @@ const HOST_RESOLVE_TICKS: u64 = 1 << 30;
 const WRAP: u64 = 1 << 32;
 
 impl TsExtender {
-    /// Host time after which the driver refreshes from TBC (30 minutes).
-    pub const STALE_NS: u64 = 30 * 60 * 1_000_000_000;
-
     /// Starts from a TBC value read at `at`.
     pub fn start(&mut self, tbc: u32, at: Instant) {
         self.last32 = tbc;
         self.last64 = u64::from(tbc);
         self.seen_at = Some(at);
-    }
-
-    /// Whether a TBC read is due (nothing seen for [`Self::STALE_NS`]).
-    pub fn stale(&self, now: Instant) -> bool {
-        self.seen_at.is_some_and(|t| now.ns_since(t) > Self::STALE_NS)
     }
 
     /// The 64-bit value of a 32-bit stamp observed at host time `at`.
@@ -85,8 +76,6 @@ mod tests {
             e.extend((0x20 + i * 0x4000_0000) as u32, t);
         }
         assert_eq!(e.extend(0x20, t), 0x3_0000_0020);
-        assert!(!e.stale(t));
-        assert!(e.stale(Instant::from_ns(TsExtender::STALE_NS + 2)));
     }
 
     #[test]
