@@ -40,18 +40,38 @@ impl ProcessUsage {
     }
 }
 
-/// The system's CPU time stolen by the hypervisor so far, summed over all
-/// CPUs, in ns (the `steal` column of `/proc/stat`); `None` where the kernel
-/// does not report it.
-pub fn host_steal_ns() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    parse_steal_ticks(&stat).map(|ticks| ticks * (1_000_000_000 / clock_ticks_per_s()))
+/// The hypervisor's steal time so far, from `/proc/stat`: the total over
+/// all CPUs and how many CPUs that total covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostSteal {
+    /// Stolen CPU time, summed over all CPUs, ns.
+    pub ns: u64,
+    /// CPUs counted (the `cpuN` lines).
+    pub cpus: u64,
 }
 
-/// Steal over a wall-clock interval as a percentage of all CPUs' time.
-pub fn steal_pct(steal_ns: u64, elapsed_ns: u64) -> f64 {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    steal_ns as f64 * 100.0 / (elapsed_ns.max(1) as f64 * cpus)
+impl HostSteal {
+    /// Reads `/proc/stat`; `None` where the kernel does not report steal.
+    pub fn now() -> Option<HostSteal> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        HostSteal::parse(&stat, 1_000_000_000 / clock_ticks_per_s())
+    }
+
+    /// Steal since `earlier`, over `elapsed_ns` of wall time, as a
+    /// percentage of all CPUs' time.
+    pub fn pct_since(self, earlier: HostSteal, elapsed_ns: u64) -> f64 {
+        let ns = self.ns.saturating_sub(earlier.ns);
+        ns as f64 * 100.0 / (elapsed_ns.max(1) as f64 * self.cpus.max(1) as f64)
+    }
+
+    /// Steal is the 8th value of the aggregate `cpu` line (user nice system
+    /// idle iowait irq softirq **steal** …).
+    fn parse(stat: &str, ns_per_tick: u64) -> Option<HostSteal> {
+        let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+        let ticks: u64 = line.split_whitespace().nth(8)?.parse().ok()?;
+        let cpus = stat.lines().filter(|l| l.starts_with("cpu") && !l.starts_with("cpu ")).count() as u64;
+        Some(HostSteal { ns: ticks * ns_per_tick, cpus })
+    }
 }
 
 fn clock_ticks_per_s() -> u64 {
@@ -64,24 +84,21 @@ fn clock_ticks_per_s() -> u64 {
     }
 }
 
-/// The 8th value of the aggregate `cpu` line (user nice system idle iowait
-/// irq softirq **steal** …).
-fn parse_steal_ticks(stat: &str) -> Option<u64> {
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    line.split_whitespace().nth(8)?.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn steal_is_the_eighth_value_of_the_cpu_line() {
-        let stat = "cpu  2078548 19980 165529 2301580 7065 0 9709 51901 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
-        assert_eq!(parse_steal_ticks(stat), Some(51901));
-        assert_eq!(parse_steal_ticks("cpu  1 2 3\n"), None);
-        assert_eq!(parse_steal_ticks("intr 5\n"), None);
-        assert!(host_steal_ns().is_some(), "this kernel reports steal time");
+    fn steal_is_the_eighth_value_of_the_cpu_line_over_every_cpu() {
+        let stat = "cpu  2078548 19980 165529 2301580 7065 0 9709 51901 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\ncpu1 1 2 3 4 5 6 7 9 0 0\nintr 5\n";
+        let s = HostSteal::parse(stat, 10_000_000).unwrap();
+        assert_eq!(s, HostSteal { ns: 519_010_000_000, cpus: 2 });
+        assert_eq!(HostSteal::parse("cpu  1 2 3\n", 1), None);
+        assert_eq!(HostSteal::parse("intr 5\n", 1), None);
+        // 1 s stolen from 2 CPUs over 1 s: half their time.
+        let later = HostSteal { ns: s.ns + 1_000_000_000, ..s };
+        assert_eq!(later.pct_since(s, 1_000_000_000), 50.0);
+        assert!(HostSteal::now().is_some_and(|h| h.cpus >= 1), "this kernel reports steal time");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use super::rig::{named_thread_cpu_ns, Rig, Traffic};
 use crate::stats::{median, percentile};
-use crate::usage::{host_steal_ns, steal_pct, thread_cpu_ns, ProcessUsage};
+use crate::usage::{thread_cpu_ns, HostSteal, ProcessUsage};
 use std::collections::HashMap;
 use std::time::Duration;
 use wirespeed::spi::Policy;
@@ -218,7 +218,7 @@ pub struct Load {
     pub rx_dropped: u64,
     /// CPU time the hypervisor took from this machine during the run, in %
     /// of all CPUs' time (`None`: not reported). The lab's bus keeps real
-    /// time while a stolen CPU stands still, so steal is what loses frames.
+    /// time while a stolen CPU stands still, so steal can lose frames.
     pub host_steal_pct: Option<f64>,
 }
 
@@ -232,17 +232,16 @@ pub fn load(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) -
     std::thread::sleep(Duration::from_millis(1));
     let pump0 = named_thread_cpu_ns(&pump);
     let u0 = ProcessUsage::now();
-    let steal0 = host_steal_ns();
+    let steal0 = HostSteal::now();
     rig.gen.start(start);
     let out = handle.join().map_err(|_| "echo thread panicked")??;
     let u = ProcessUsage::now().since(u0);
-    let steal = steal0.zip(host_steal_ns()).map(|(a, b)| b.saturating_sub(a));
     let pump_cpu = out.pump_cpu_ns_at_end.saturating_sub(pump0);
     let end = out.last_send.unwrap_or_else(now);
     let elapsed_ns = end.ns_since(start).max(1);
     Ok(Load {
         elapsed_ns,
-        host_steal_pct: steal.map(|ns| steal_pct(ns, elapsed_ns)),
+        host_steal_pct: steal0.zip(HostSteal::now()).map(|(a, b)| b.pct_since(a, elapsed_ns)),
         echo_thread_cpu_ns: out.thread_cpu_ns,
         pump_thread_cpu_ns: pump_cpu,
         process_cpu_ns: u.cpu_ns,
