@@ -11,7 +11,9 @@
 
 use super::config::{LineConfig, LineSettings, RequestConfig};
 use super::error::GpioError;
+use super::signal::EventSignal;
 use std::os::fd::RawFd;
+use std::sync::Arc;
 use wirespeed_time::Instant;
 
 /// What a chip says about itself.
@@ -86,4 +88,11 @@ pub trait RequestBackend: Send + Sync {
     fn event_fd(&self) -> RawFd;
     /// Moves pending edge events into `out` without blocking; returns how many.
     fn read_events(&self, out: &mut [EdgeEvent]) -> Result<usize, GpioError>;
+    /// A signal the backend notifies after queueing events, if it has one
+    /// (an in-process backend); asked once, when the request is made.
+    /// Handles then sleep on it instead of polling [`RequestBackend::event_fd`].
+    /// The default, `None`: they poll the descriptor.
+    fn event_signal(&self) -> Option<Arc<EventSignal>> {
+        None
+    }
 }

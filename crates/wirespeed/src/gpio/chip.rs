@@ -6,6 +6,7 @@ use super::error::GpioError;
 use super::fd::EventFd;
 use super::guard::{AccessGuard, Guarded, RemovalState, Revocable, Slot, SoundGuard, Unguarded};
 use super::request::LineRequest;
+use super::signal::EventSignal;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
@@ -13,6 +14,9 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 pub(crate) struct RequestShared {
     pub(crate) slot: Slot,
     pub(crate) backend: Guarded<Box<dyn RequestBackend>>,
+    /// The backend's event signal, if it has one (kept here, outside the
+    /// backend, so that sleepers and the remover may use it at any time).
+    pub(crate) signal: Option<Arc<EventSignal>>,
 }
 
 pub(crate) struct ChipCore {
@@ -50,6 +54,10 @@ impl ChipCore {
             self.removal.drain_slot(&r.slot);
         }
         self.removal.drain_readers();
+        // Wake handles sleeping on a signal: their next access fails.
+        for s in reqs.iter().filter_map(|r| r.signal.as_ref()) {
+            s.notify();
+        }
         let mut freed: Vec<Box<dyn RequestBackend>> = Vec::with_capacity(reqs.len());
         for r in reqs.drain(..) {
             // SAFETY: removal began and every slot was drained after it, so no
@@ -185,7 +193,9 @@ impl Chip {
         }
         let mut reqs = self.core.lock_requests();
         let backend = self.with_backend(|b| b.request(config))?;
-        let shared = Arc::new(RequestShared { slot: self.core.removal.new_slot(), backend: Guarded::new(backend) });
+        let signal = backend.event_signal();
+        let shared =
+            Arc::new(RequestShared { slot: self.core.removal.new_slot(), backend: Guarded::new(backend), signal });
         reqs.push(shared.clone());
         drop(reqs);
         Ok(LineRequest::new(self.core.clone(), shared, config))

@@ -47,6 +47,7 @@ mod irq;
 #[cfg(all(test, loom))]
 mod loom_model;
 mod request;
+mod signal;
 mod sync;
 #[cfg(all(test, not(loom), feature = "lab"))]
 mod tests;
@@ -59,3 +60,4 @@ pub use error::GpioError;
 pub use guard::{asymmetric_fence_available, AccessGuard, Interlock, Revocable, SoundGuard, Unguarded};
 pub use irq::{WaitMode, WaitStats, DEFAULT_WAKE_COST_NS};
 pub use request::LineRequest;
+pub use signal::EventSignal;

@@ -256,9 +256,16 @@ impl<G: AccessGuard> LineRequest<G> {
         self.sleep_for_event(deadline)
     }
 
-    /// Sleeps for the next event until `deadline`.
+    /// Sleeps for the next event until `deadline`: on the backend's event
+    /// signal if it has one (a futex), else in `ppoll` on its descriptor.
+    /// The sleep is outside any access, so removal never waits for a
+    /// sleeper; the remover wakes it (signal, or the `gone` descriptor).
     pub(crate) fn sleep_for_event(&self, deadline: Option<Instant>) -> Result<Option<EdgeEvent>, GpioError> {
+        let signal = self.shared.signal.as_deref();
         loop {
+            // Read before looking, so that an event queued after the look
+            // has moved the count and the wait returns at once.
+            let seen = signal.map(|s| s.sequence());
             if let Some(e) = self.try_edge_event()? {
                 return Ok(Some(e));
             }
@@ -272,11 +279,15 @@ impl<G: AccessGuard> LineRequest<G> {
                     Some(Duration::from_nanos(d.ns_since(t)))
                 }
             };
-            // The descriptor number is copied inside an access; the sleep is
-            // outside any access so that removal never waits for a sleeper.
-            // If removal closes it meanwhile, `gone` wakes the sleep.
-            let fd = self.access(|b| Ok(b.event_fd()))?;
-            wait_readable(&[fd, self.core.gone.raw()], left)?;
+            match (signal, seen) {
+                (Some(s), Some(seen)) => s.wait(seen, left),
+                _ => {
+                    // The descriptor number is copied inside an access; if
+                    // removal closes it meanwhile, `gone` wakes the sleep.
+                    let fd = self.access(|b| Ok(b.event_fd()))?;
+                    wait_readable(&[fd, self.core.gone.raw()], left)?;
+                }
+            }
         }
     }
 }

@@ -186,6 +186,29 @@ fn wait_level_sees_busy_go_low() {
 }
 
 #[test]
+fn a_sleeper_wakes_on_the_edge_and_the_descriptor_follows_the_queue() {
+    let (_lab, hw, chip) = setup(8);
+    let cfg = RequestConfig::new("irq").line(3, LineSettings::input().bias(Bias::PullUp).edge(Edge::Falling));
+    let r = chip.request_lines(&cfg).unwrap();
+    let fd = r.event_fd().unwrap();
+    assert!(!fd::wait_readable(&[fd], Some(Duration::ZERO)).unwrap(), "readable with no event queued");
+    let int = Pin::new("int", true);
+    int.connect(hw.input_sink(3), now());
+    let driver = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        int.set(false, now());
+        int
+    });
+    let t = now();
+    let e = r.wait_edge_event(Some(Duration::from_secs(20))).unwrap();
+    let slept_ms = now().ns_since(t) / 1_000_000;
+    let _int = driver.join().unwrap();
+    assert_eq!(e.map(|e| (e.kind, e.offset)), Some((EdgeKind::Falling, 3)));
+    assert!(slept_ms < 10_000, "woke {slept_ms} ms after an edge 20 ms in");
+    assert!(!fd::wait_readable(&[fd], Some(Duration::ZERO)).unwrap(), "still readable once the queue is empty");
+}
+
+#[test]
 fn removal_fails_everything_after_and_wakes_sleepers() {
     let (_lab, hw, chip) = setup(8);
     let r = chip.request_lines(&out(0, false)).unwrap();

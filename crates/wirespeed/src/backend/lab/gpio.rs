@@ -5,14 +5,16 @@
 //! requested and by whom, active-low, logical edges — in one state per lab
 //! chip shared by every `open` of it, so a second open sees the first's
 //! requests as busy lines. Edge events from the lab land in a per-request
-//! queue with an eventfd, stamped with the lab clock. When the lab chip is
-//! removed (its backdoor), the glue removes the stack chip first: the lab
-//! callback returns only after every in-flight access ended.
+//! queue, stamped with the lab clock; sleeping handles wake on the queue's
+//! [`EventSignal`] (a futex), and its eventfd serves whoever polls it.
+//! When the lab chip is removed (its backdoor), the glue removes the stack
+//! chip first: the lab callback returns only after every in-flight access
+//! ended.
 
 use crate::gpio::fd::EventFd;
 use crate::gpio::{
-    Bias, Chip, ChipBackend, ChipInfo, Direction, Drive, Edge, EdgeEvent, EdgeKind, GpioError, LineConfig, LineInfo,
-    LineSettings, RequestBackend, RequestConfig,
+    Bias, Chip, ChipBackend, ChipInfo, Direction, Drive, Edge, EdgeEvent, EdgeKind, EventSignal, GpioError, LineConfig,
+    LineInfo, LineSettings, RequestBackend, RequestConfig,
 };
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::RawFd;
@@ -174,21 +176,35 @@ struct Queue {
     events: VecDeque<EdgeEvent>,
     seqno: u32,
     line_seqno: Vec<u32>,
+    /// Someone asked for the descriptor: keep it readable while events wait.
+    fd_in_use: bool,
+    /// The descriptor was signalled and not drained since.
+    fd_readable: bool,
 }
 
-/// Edge events of one request, with an eventfd that is readable while any is queued.
+/// Edge events of one request. Sleeping handles wait on `signal` (a futex);
+/// the eventfd is kept readable while events wait only once someone asked
+/// for it (`event_fd`), so the usual wait costs no descriptor system call.
 struct EventQueue {
     q: Mutex<Queue>,
     cap: usize,
     fd: EventFd,
+    signal: Arc<EventSignal>,
 }
 
 impl EventQueue {
     fn new(cap: usize, lines: usize) -> Result<EventQueue, GpioError> {
         Ok(EventQueue {
-            q: Mutex::new(Queue { events: VecDeque::with_capacity(cap), seqno: 0, line_seqno: vec![0; lines] }),
+            q: Mutex::new(Queue {
+                events: VecDeque::with_capacity(cap),
+                seqno: 0,
+                line_seqno: vec![0; lines],
+                fd_in_use: false,
+                fd_readable: false,
+            }),
             cap: cap.max(1),
             fd: EventFd::new()?,
+            signal: Arc::new(EventSignal::new()),
         })
     }
 
@@ -211,7 +227,16 @@ impl EventQueue {
             line_seqno: q.line_seqno[index],
         };
         q.events.push_back(ev);
-        self.fd.signal();
+        self.make_fd_readable(&mut q);
+        drop(q);
+        self.signal.notify();
+    }
+
+    fn make_fd_readable(&self, q: &mut Queue) {
+        if q.fd_in_use && !q.fd_readable && !q.events.is_empty() {
+            self.fd.signal();
+            q.fd_readable = true;
+        }
     }
 }
 
@@ -280,7 +305,14 @@ impl RequestBackend for LabRequest {
     }
 
     fn event_fd(&self) -> RawFd {
+        let mut q = self.queue.lock();
+        q.fd_in_use = true;
+        self.queue.make_fd_readable(&mut q);
         self.queue.fd.raw()
+    }
+
+    fn event_signal(&self) -> Option<Arc<EventSignal>> {
+        Some(self.queue.signal.clone())
     }
 
     fn read_events(&self, out: &mut [EdgeEvent]) -> Result<usize, GpioError> {
@@ -295,8 +327,9 @@ impl RequestBackend for LabRequest {
                 None => break,
             }
         }
-        if q.events.is_empty() {
+        if q.events.is_empty() && q.fd_readable {
             self.queue.fd.drain();
+            q.fd_readable = false;
         }
         Ok(n)
     }
