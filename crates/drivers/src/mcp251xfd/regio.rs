@@ -11,18 +11,34 @@
 //! FLTCON bytes, write-0-to-clear flags) and RAM bursts use one SPI
 //! transfer with a stack buffer: a byte write must not touch the other
 //! bytes of its register, whose action bits a 32-bit write would trigger
-//! (the Linux driver special-cases the same accesses). The encoders ([`encode_read`], [`encode_write`], [`check_read`])
-//! are shared with the prepared messages of the hot path.
+//! (the Linux driver special-cases the same accesses). The encoders
+//! ([`encode_read`], [`encode_write`], [`check_read`]) are shared with the
+//! prepared messages of the hot path; the framing itself is the stack's
+//! regmap format (`wirespeed::regmap::format::Mcp251xfd`).
 
 use super::error::Error;
 use super::regs::*;
-use wirespeed::regmap::format::crc16_cms;
-use wirespeed::regmap::format::Mcp251xfd as Mcp251xfdFormat;
+use wirespeed::regmap::format::{Format, Mcp251xfd as Mcp251xfdFormat, Op};
 use wirespeed::regmap::{CacheType, Regmap, RegmapConfig, RegmapError, SpiBus};
 use wirespeed::spi::{SpiDevice, Transfer};
 
 /// Largest data part of one [`RegIo`] access, in bytes.
 pub const MAX_ACCESS: usize = 128;
+
+/// The stack's MCP251xFD command format: the one definition of the framing
+/// (command word, length byte, CRC) for both the regmap path and the
+/// prepared messages of the hot path.
+const fn format(crc: bool) -> Mcp251xfdFormat {
+    if crc {
+        Mcp251xfdFormat::crc()
+    } else {
+        Mcp251xfdFormat::plain()
+    }
+}
+
+fn in_ram(addr: u16) -> bool {
+    (RAM_START..RAM_START + RAM_SIZE).contains(&addr)
+}
 
 /// Extra bytes of an access: command (+ length) before, CRC after.
 pub const fn overhead(crc: bool) -> (usize, usize) {
@@ -33,59 +49,37 @@ pub const fn overhead(crc: bool) -> (usize, usize) {
     }
 }
 
-fn in_ram(addr: u16) -> bool {
-    (RAM_START..RAM_START + RAM_SIZE).contains(&addr)
-}
-
-fn len_byte(addr: u16, n: usize) -> u8 {
-    if in_ram(addr) {
-        (n / 4) as u8
-    } else {
-        n as u8
-    }
-}
-
 /// Writes the header of a read of `n` bytes at `addr` into `buf[..hdr]` and
 /// zeros the rest; `buf` is `hdr + n + trailer` long.
 pub fn encode_read(buf: &mut [u8], addr: u16, n: usize, crc: bool) {
     buf.fill(0);
-    if crc {
-        buf[..2].copy_from_slice(&cmd(INSTR_READ_CRC, addr));
-        buf[2] = len_byte(addr, n);
-    } else {
-        buf[..2].copy_from_slice(&cmd(INSTR_READ, addr));
-    }
+    let h = format(crc).header(Op::Read, u32::from(addr), n);
+    buf[..h.as_slice().len()].copy_from_slice(h.as_slice());
 }
 
 /// Writes a write of `data` at `addr` into `buf` (`hdr + data + trailer` long).
 pub fn encode_write(buf: &mut [u8], addr: u16, data: &[u8], crc: bool) {
     let (h, _) = overhead(crc);
-    if crc {
-        buf[..2].copy_from_slice(&cmd(INSTR_WRITE_CRC, addr));
-        buf[2] = len_byte(addr, data.len());
-    } else {
-        buf[..2].copy_from_slice(&cmd(INSTR_WRITE, addr));
-    }
     buf[h..h + data.len()].copy_from_slice(data);
-    if crc {
-        let c = crc16_cms(&[&buf[..h + data.len()]]);
-        buf[h + data.len()..h + data.len() + 2].copy_from_slice(&c.to_be_bytes());
-    }
+    readdress_write(buf, addr, crc);
 }
 
 /// Rewrites the address (and CRC) of a write encoded by [`encode_write`].
 pub fn readdress_write(buf: &mut [u8], addr: u16, crc: bool) {
-    let instr = if crc { INSTR_WRITE_CRC } else { INSTR_WRITE };
-    buf[..2].copy_from_slice(&cmd(instr, addr));
+    let (h, t) = overhead(crc);
+    let n = buf.len() - h - t;
+    let hdr = format(crc).header(Op::Write, u32::from(addr), n);
+    buf[..h].copy_from_slice(hdr.as_slice());
     reseal_write(buf, crc);
 }
 
 /// Recomputes the CRC of an encoded write after its data changed.
 pub fn reseal_write(buf: &mut [u8], crc: bool) {
-    if crc {
-        let n = buf.len() - 2;
-        let c = crc16_cms(&[&buf[..n]]);
-        buf[n..].copy_from_slice(&c.to_be_bytes());
+    let (h, t) = overhead(crc);
+    if t > 0 {
+        let n = buf.len() - t;
+        let trailer = format(crc).trailer(&buf[..h], &buf[h..n]);
+        buf[n..].copy_from_slice(trailer.as_slice());
     }
 }
 
@@ -93,17 +87,21 @@ pub fn reseal_write(buf: &mut [u8], crc: bool) {
 pub fn check_read(buf: &[u8], addr: u16, crc: bool) -> Result<&[u8], Error> {
     let (h, t) = overhead(crc);
     let n = buf.len() - h - t;
-    if crc {
-        let mut hdr = [0u8; 3];
-        hdr[..2].copy_from_slice(&cmd(INSTR_READ_CRC, addr));
-        hdr[2] = len_byte(addr, n);
-        let want = crc16_cms(&[&hdr, &buf[h..h + n]]);
-        let got = u16::from_be_bytes([buf[h + n], buf[h + n + 1]]);
-        if want != got {
-            return Err(Error::Crc { addr, computed: want, received: got });
-        }
-    }
+    let f = format(crc);
+    // What came back in the header's place is not the command: check against
+    // the header this read sent.
+    let hdr = f.header(Op::Read, u32::from(addr), n);
+    f.check_read(u32::from(addr), hdr.as_slice(), &buf[h..h + n], &buf[h + n..]).map_err(|e| regmap_error(addr, e))?;
     Ok(&buf[h..h + n])
+}
+
+/// The driver's error for a regmap error at `addr`: a CRC mismatch keeps
+/// both CRCs; anything else names the register and says why.
+fn regmap_error(addr: u16, e: RegmapError) -> Error {
+    match e {
+        RegmapError::CrcMismatch { computed, received, .. } => Error::Crc { addr, computed, received },
+        e => Error::Register { addr, reason: e.to_string() },
+    }
 }
 
 /// Register access for the configuration path.
@@ -132,12 +130,12 @@ impl RegIo {
     }
 
     fn map_err(&mut self, addr: u16, e: RegmapError) -> Error {
-        let text = e.to_string();
-        if text.to_ascii_lowercase().contains("crc") {
-            self.crc_errors += 1;
-            Error::Crc { addr, computed: 0, received: 0 }
-        } else {
-            Error::Register { addr, reason: text }
+        match regmap_error(addr, e) {
+            e @ Error::Crc { .. } => {
+                self.crc_errors += 1;
+                e
+            }
+            e => e,
         }
     }
 
