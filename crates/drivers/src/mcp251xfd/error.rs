@@ -72,7 +72,7 @@ pub enum Error {
         what: &'static str,
         /// Address the driver expects.
         expected: u16,
-        /// Address the device reports.
+        /// Address the device reports (its user address + the RAM's start).
         reported: u32,
     },
     /// A READ_CRC reply failed its CRC (after retries).

@@ -119,8 +119,9 @@ impl Mcp251xfd {
             ("RX FIFO", c1fifoua(RX_FIFO), l.rx_base),
             ("TX FIFO", c1fifoua(TX_FIFO), l.tx_base),
         ] {
-            let reported = self.io.read(reg)?;
-            if reported + u32::from(RAM_START) != u32::from(expected) && reported != u32::from(expected) {
+            // User addresses count from the start of the message RAM.
+            let reported = self.io.read(reg)? + u32::from(RAM_START);
+            if reported != u32::from(expected) {
                 return Err(Error::LayoutMismatch { what, expected, reported });
             }
         }
