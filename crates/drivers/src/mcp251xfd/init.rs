@@ -107,7 +107,6 @@ impl Mcp251xfd {
         self.request_mode(mode)?;
         self.rx_tail = 0;
         self.tx_head = 0;
-        self.tef_tail = 0;
         self.tx_in_flight = 0;
         self.rx_uinc_pending = false;
         self.tef_hint = false;

@@ -42,7 +42,7 @@ impl Mcp251xfd {
         self.rx_uinc_pending = false;
         if tef_u == 1 {
             self.tef_hint = false;
-            self.completed(l.tef_depth)?;
+            self.completed()?;
         }
         self.tx_seq = self.tx_seq.wrapping_add(1);
         self.tx_head = (self.tx_head + 1) % l.tx_depth;
@@ -106,9 +106,9 @@ impl Mcp251xfd {
         let l = self.plan.layout;
         if !self.cfg.tx_timestamps {
             self.io.dev.run(&mut self.hot.tef_uinc)?;
-            return self.completed(l.tef_depth);
+            return self.completed();
         }
-        let addr = l.tef_base + u16::from(self.tef_tail) * l.tef_obj;
+        let addr = l.tef_base + u16::from(self.tef_tail()) * l.tef_obj;
         self.hot.set_tef_addr(addr);
         self.io.dev.run(&mut self.hot.tef)?;
         match check_read(self.hot.tef.rx(0).unwrap_or(&[]), addr, self.hot.crc) {
@@ -121,11 +121,17 @@ impl Mcp251xfd {
             // either way: the completion counts, its timestamp is lost (counted).
             Err(_) => self.stats.crc_errors += 1,
         }
-        self.completed(l.tef_depth)
+        self.completed()
     }
 
-    fn completed(&mut self, depth: u8) -> Result<(), Error> {
-        self.tef_tail = (self.tef_tail + 1) % depth;
+    /// The TEF entry of the oldest transmission in flight: the TEF has the
+    /// TX FIFO's depth and receives its frames in order.
+    fn tef_tail(&self) -> u8 {
+        let depth = usize::from(self.plan.layout.tx_depth);
+        ((usize::from(self.tx_head) + depth - self.tx_in_flight) % depth) as u8
+    }
+
+    fn completed(&mut self) -> Result<(), Error> {
         self.tx_in_flight -= 1;
         self.stats.tx_done += 1;
         Ok(())
