@@ -58,7 +58,10 @@ use crate::lab::Lab;
 use crate::pin::Pin;
 use crate::spi::SpiDeviceModel;
 use std::sync::{Arc, Mutex, MutexGuard};
-use wirespeed_time::{now, Instant};
+use wirespeed_time::{now, spin_until, Deadline, Instant};
+
+/// Longest store delay the bus's interrupt thread waits out inline (see `rx_frame`).
+const INLINE_STORE_NS: u64 = 5_000;
 
 /// Timing knobs and the crystal. Defaults are datasheet-plausible.
 #[derive(Clone, Copy, Debug)]
@@ -363,7 +366,19 @@ impl CanNode for Node {
     }
 
     fn rx_frame(&self, frame: &Frame, stamp: FrameStamp) {
-        lock(&self.0).rx_from_bus(frame, stamp);
+        let due = {
+            let mut c = lock(&self.0);
+            c.rx_from_bus(frame, stamp);
+            stamp.eof.add_ns(c.cfg.store_delay_ns)
+        };
+        // The bus tells its receivers at EOF from the interrupt thread, which
+        // still has the frame's other listeners to tell before it reaches
+        // the scheduled store. A store due within a few µs is done here, at
+        // its instant, so that INT falls on time rather than after them.
+        if due.ns_since(now()) <= INLINE_STORE_NS {
+            spin_until(Deadline::at(due));
+            lock(&self.0).advance(due);
+        }
     }
 
     fn error_counters_changed(&self, counters: ErrorCounters, at: Instant) {

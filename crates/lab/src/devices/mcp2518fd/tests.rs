@@ -421,6 +421,47 @@ fn received_frame_lowers_int_at_eof_plus_store_delay() {
     assert_eq!(t.read(C1TREC) & 0xFFFF, 0);
 }
 
+/// Notes when the INT pin was driven low, in host time.
+struct FellAt(Mutex<Option<Instant>>);
+impl PinSink for FellAt {
+    fn drive(&self, high: bool, _at: Instant) {
+        if !high {
+            self.0.lock().unwrap().get_or_insert(now());
+        }
+    }
+}
+
+/// A bus listener that takes 20 ms over each frame (told after receivers).
+struct SlowObserver(Mutex<Option<Instant>>);
+impl crate::can::BusObserver for SlowObserver {
+    fn frame(&self, _r: &crate::can::FrameRecord) {
+        std::thread::sleep(Duration::from_millis(20));
+        self.0.lock().unwrap().get_or_insert(now());
+    }
+}
+
+#[test]
+fn int_falls_on_time_even_when_other_bus_listeners_are_slow() {
+    let mut t = T::new();
+    let bus = ready_on_bus(&mut t);
+    let slow = Arc::new(SlowObserver(Mutex::new(None)));
+    bus.observe(slow.clone());
+    setup_fifos(&mut t);
+    t.set_mode(MODE_NORMAL_FD);
+    let fell = Arc::new(FellAt(Mutex::new(None)));
+    t.dev.int_pin().connect(fell.clone(), now());
+    let gen = Generator::attach(&bus, "gen", GeneratorConfig { count: 1, gap_ns: 0, ..Default::default() }).unwrap();
+    gen.start(now());
+    // The transmitter hears of its frame after the listeners. No SPI access
+    // before that: an access applies due events itself.
+    assert!(gen.wait_done(Duration::from_secs(5)), "the model acknowledges");
+    let slow_done = slow.0.lock().unwrap().expect("the observer saw the frame");
+    let fell = *fell.0.lock().unwrap();
+    // The store is due 1 µs after EOF: INT must not wait for the listener's 20 ms.
+    assert!(fell.is_some_and(|f| f < slow_done), "INT fell at {fell:?}, the slow listener returned at {slow_done:?}");
+    t.wait_for(|t| t.read(C1RXIF) != 0);
+}
+
 #[test]
 fn filters_and_masks_route_frames() {
     let mut t = T::new();
