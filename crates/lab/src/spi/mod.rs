@@ -15,7 +15,7 @@ use crate::pin::PinSink;
 use crate::scheduler::Scheduler;
 use crate::spin::{SpinGuard, SpinLock};
 use crate::trace::Trace;
-use model::{IrqEffects, Model};
+use model::Model;
 use std::fmt;
 use std::sync::{Arc, Weak};
 use wirespeed_time::{delay_ns, Instant};
@@ -58,8 +58,14 @@ pub(crate) struct Shared {
     scheduler: Scheduler,
 }
 
-/// Carries out what a model update left for after its lock.
-fn apply(shared: &Arc<Shared>, fx: IrqEffects) {
+/// Runs `f` on the model under its lock and drives the IRQ line from the
+/// state it leaves; the system calls that update asks for (waking the line's
+/// waiters, arming an interrupt check) run once the lock is released.
+fn update<R>(shared: &Arc<Shared>, f: impl FnOnce(&mut Model) -> R) -> R {
+    let mut m = shared.model.lock();
+    let r = f(&mut m);
+    let fx = m.update_irq(&shared.irq);
+    drop(m);
     if fx.wake {
         shared.irq.wake();
     }
@@ -67,6 +73,7 @@ fn apply(shared: &Arc<Shared>, fx: IrqEffects) {
         let block = Arc::downgrade(shared);
         shared.scheduler.schedule(due, move |_| fire_irq_check(&block, due));
     }
+    r
 }
 
 /// Handle to one SPI controller block. Clones share the block.
@@ -106,36 +113,26 @@ impl SpiController {
     #[inline]
     pub fn read(&self, reg: u32) -> u32 {
         delay_ns(self.shared.latency_ns);
-        let mut m = self.lock();
-        let v = m.read(reg);
-        let fx = m.update_irq(&self.shared.irq);
-        drop(m);
-        apply(&self.shared, fx);
-        v
+        update(&self.shared, |m| m.read(reg))
     }
 
     /// Writes a register (see [`regs`]).
     #[inline]
     pub fn write(&self, reg: u32, value: u32) {
         delay_ns(self.shared.latency_ns);
-        let mut m = self.lock();
-        m.write(reg, value);
-        let fx = m.update_irq(&self.shared.irq);
-        drop(m);
-        apply(&self.shared, fx);
+        update(&self.shared, |m| m.write(reg, value));
     }
 
     /// Pushes several words into `TXDATA`: the same as that many writes, each
     /// paying the register-access latency, under one lock of the model.
     pub fn write_fifo(&self, words: &[u32]) {
-        let mut m = self.lock();
-        for &w in words {
-            delay_ns(self.shared.latency_ns);
-            m.write(regs::TXDATA, w);
-        }
-        let fx = m.update_irq(&self.shared.irq);
-        drop(m);
-        apply(&self.shared, fx);
+        let latency_ns = self.shared.latency_ns;
+        update(&self.shared, |m| {
+            for &w in words {
+                delay_ns(latency_ns);
+                m.write(regs::TXDATA, w);
+            }
+        });
     }
 
     /// The block's interrupt line.
@@ -199,11 +196,7 @@ struct ExternalCs {
 impl PinSink for ExternalCs {
     fn drive(&self, high: bool, at: Instant) {
         if let Some(shared) = self.block.upgrade() {
-            let mut m = shared.model.lock();
-            m.external_cs(self.index, !high, at);
-            let fx = m.update_irq(&shared.irq);
-            drop(m);
-            apply(&shared, fx);
+            update(&shared, |m| m.external_cs(self.index, !high, at));
         }
     }
 }
@@ -211,10 +204,6 @@ impl PinSink for ExternalCs {
 /// The interrupt thread's check armed for `due`.
 fn fire_irq_check(block: &Weak<Shared>, due: Instant) {
     if let Some(shared) = block.upgrade() {
-        let mut m = shared.model.lock();
-        m.check_fired(due);
-        let fx = m.update_irq(&shared.irq);
-        drop(m);
-        apply(&shared, fx);
+        update(&shared, |m| m.check_fired(due));
     }
 }
