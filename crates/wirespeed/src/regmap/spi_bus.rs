@@ -30,11 +30,8 @@ pub struct SpiBus {
     prepared: Vec<(Vec<usize>, PreparedMessage)>,
     /// Submitted batches and their shapes, until [`RegmapBus::complete`].
     pending: Vec<(Pending, Vec<usize>)>,
-    /// The shape of the batch being laid out.
+    /// Scratch: the shape of the batch being laid out, to look it up.
     shape: Vec<usize>,
-    /// The shape vector of the kept message last taken out for reuse: it
-    /// becomes the next `shape`, so a repeated batch allocates nothing.
-    spare: Vec<usize>,
 }
 
 impl fmt::Debug for SpiBus {
@@ -50,7 +47,7 @@ fn bus_error(e: SpiError) -> BusError {
 impl SpiBus {
     /// A bus over `dev`.
     pub fn new(dev: SpiDevice) -> SpiBus {
-        SpiBus { dev, prepared: Vec::new(), pending: Vec::new(), shape: Vec::new(), spare: Vec::new() }
+        SpiBus { dev, prepared: Vec::new(), pending: Vec::new(), shape: Vec::new() }
     }
 
     /// The SPI device.
@@ -58,18 +55,15 @@ impl SpiBus {
         &self.dev
     }
 
-    /// A prepared message for `batch`, filled with its bytes: a kept one of
-    /// the same shape, or a new one.
-    fn message_for(&mut self, batch: Batch<'_>) -> Result<PreparedMessage, BusError> {
+    /// A prepared message for `batch`, filled with its bytes, and its shape:
+    /// a kept one with the shape vector it was kept with (a repeated batch
+    /// allocates nothing), or a new one.
+    fn message_for(&mut self, batch: Batch<'_>) -> Result<(PreparedMessage, Vec<usize>), BusError> {
         self.shape.clear();
         self.shape.extend(batch.windows().map(<[u8]>::len));
         let kept = self.prepared.iter().position(|(s, _)| *s == self.shape);
-        let mut msg = match kept {
-            Some(i) => {
-                let (shape, msg) = self.prepared.swap_remove(i);
-                self.spare = shape;
-                msg
-            }
+        let (shape, mut msg) = match kept {
+            Some(i) => self.prepared.swap_remove(i),
             None => {
                 let n = batch.len();
                 let transfers = batch
@@ -84,7 +78,8 @@ impl SpiBus {
                         }
                     })
                     .collect();
-                self.dev.prepare(transfers).map_err(|e| bus_error(SpiError::Invalid(e)))?
+                let msg = self.dev.prepare(transfers).map_err(|e| bus_error(SpiError::Invalid(e)))?;
+                (self.shape.clone(), msg)
             }
         };
         for (i, w) in batch.windows().enumerate() {
@@ -92,13 +87,7 @@ impl SpiBus {
                 tx.copy_from_slice(w);
             }
         }
-        Ok(msg)
-    }
-
-    /// The laid-out batch's shape, leaving the spare vector in its place.
-    fn take_shape(&mut self) -> Vec<usize> {
-        let spare = std::mem::take(&mut self.spare);
-        std::mem::replace(&mut self.shape, spare)
+        Ok((msg, shape))
     }
 
     fn keep(&mut self, msg: PreparedMessage, shape: Vec<usize>) {
@@ -157,9 +146,8 @@ impl RegmapBus for SpiBus {
         if batch.is_empty() {
             return Ok(());
         }
-        let mut msg = self.message_for(batch)?;
+        let (mut msg, shape) = self.message_for(batch)?;
         let r = self.dev.run(&mut msg);
-        let shape = self.take_shape();
         self.keep(msg, shape);
         r.map_err(bus_error)
     }
@@ -168,8 +156,7 @@ impl RegmapBus for SpiBus {
         if batch.is_empty() {
             return Ok(());
         }
-        let msg = self.message_for(batch)?;
-        let shape = self.take_shape();
+        let (msg, shape) = self.message_for(batch)?;
         self.pending.push((self.dev.submit(msg), shape));
         Ok(())
     }
