@@ -265,7 +265,7 @@ impl<G: AccessGuard> LineRequest<G> {
         loop {
             // Read before looking, so that an event queued after the look
             // has moved the count and the wait returns at once.
-            let seen = signal.map(|s| s.sequence());
+            let seen = signal.map(|s| (s, s.sequence()));
             if let Some(e) = self.try_edge_event()? {
                 return Ok(Some(e));
             }
@@ -279,9 +279,9 @@ impl<G: AccessGuard> LineRequest<G> {
                     Some(Duration::from_nanos(d.ns_since(t)))
                 }
             };
-            match (signal, seen) {
-                (Some(s), Some(seen)) => s.wait(seen, left),
-                _ => {
+            match seen {
+                Some((s, seen)) => s.wait(seen, left),
+                None => {
                     // The descriptor number is copied inside an access; if
                     // removal closes it meanwhile, `gone` wakes the sleep.
                     let fd = self.access(|b| Ok(b.event_fd()))?;
