@@ -40,13 +40,11 @@ fn in_ram(addr: u16) -> bool {
     (RAM_START..RAM_START + RAM_SIZE).contains(&addr)
 }
 
-/// Extra bytes of an access: command (+ length) before, CRC after.
-pub const fn overhead(crc: bool) -> (usize, usize) {
-    if crc {
-        (3, 2)
-    } else {
-        (2, 0)
-    }
+/// Extra bytes of an access: command (+ length) before, CRC after, as the
+/// format frames them.
+pub fn overhead(crc: bool) -> (usize, usize) {
+    let f = format(crc);
+    (f.header(Op::Read, 0, 0).as_slice().len(), f.trailer_len())
 }
 
 /// Writes the header of a read of `n` bytes at `addr` into `buf[..hdr]` and
