@@ -8,6 +8,7 @@
 pub mod canecho;
 pub mod delay;
 pub mod gpio;
+pub mod host;
 pub mod regmap;
 pub mod spi;
 pub mod stats;

@@ -5,6 +5,7 @@ use wirespeed_bench::delay::{self as delay_bench, DelayOptions};
 use wirespeed_bench::regmap::RegmapOptions;
 use wirespeed_bench::spi::SpiOptions;
 
+use crate::host_flag::{with_host, HostArgs};
 use crate::realtime_flag::RealtimeArgs;
 
 /// The experiments.
@@ -19,6 +20,8 @@ pub enum BenchCommand {
         json: bool,
         #[command(flatten)]
         realtime: RealtimeArgs,
+        #[command(flatten)]
+        host: HostArgs,
     },
     /// E2: back-to-back sync messages (seed 000's 72-bit status read),
     /// classic against fast, each mechanism's share, sync against async.
@@ -52,6 +55,8 @@ pub enum BenchCommand {
         json: bool,
         #[command(flatten)]
         realtime: RealtimeArgs,
+        #[command(flatten)]
+        host: HostArgs,
     },
     /// E5: what sleeping costs (seed 004's table: nop, sched_yield, nanosleep)
     /// and wirespeed's delay() from 1 µs to 1 ms, at normal priority and at
@@ -91,6 +96,8 @@ pub enum BenchCommand {
         json: bool,
         #[command(flatten)]
         realtime: RealtimeArgs,
+        #[command(flatten)]
+        host: HostArgs,
     },
     /// Register map over SPI on the lab register file: cached and uncached
     /// reads, 8 adjacent registers in one multi_write against 8 writes.
@@ -110,19 +117,23 @@ pub enum BenchCommand {
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        host: HostArgs,
     },
 }
 
 /// Runs one experiment and prints its report.
 pub fn run(cmd: BenchCommand) -> Result<(), String> {
     match cmd {
-        BenchCommand::Canecho { args, json, realtime } => {
+        BenchCommand::Canecho { args, json, realtime, host } => {
             realtime.apply();
+            let idle = host.apply();
             let r = wirespeed_bench::canecho::run(&args.options())?;
-            print_report(json, r.to_json(), || r.table());
+            print_report(json, with_host(r.to_json(), &idle), || r.table() + &idle.line());
         }
-        BenchCommand::Spi { size, hz, count, rounds, no_ablation, threads, thread_msgs, vcd, json, realtime } => {
+        BenchCommand::Spi { size, hz, count, rounds, no_ablation, threads, thread_msgs, vcd, json, realtime, host } => {
             realtime.apply();
+            let idle = host.apply();
             let opts = SpiOptions {
                 size,
                 hz,
@@ -137,15 +148,16 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             if let Some(path) = vcd {
                 crate::lab_cmd::write_sample_vcd(&path, size, hz)?;
             }
-            print_report(json, r.to_json(), || r.table());
+            print_report(json, with_host(r.to_json(), &idle), || r.table() + &idle.line());
         }
         BenchCommand::Delay { iterations, json, realtime } => {
             realtime.apply();
             let r = delay_bench::run(&DelayOptions { iterations, ..DelayOptions::default() })?;
             print_report(json, r.to_json(), || r.table());
         }
-        BenchCommand::Gpio { toggles, passes, slices, no_probe, spi_rounds, spi_messages, json, realtime } => {
+        BenchCommand::Gpio { toggles, passes, slices, no_probe, spi_rounds, spi_messages, json, realtime, host } => {
             realtime.apply();
+            let idle = host.apply();
             let spi = wirespeed_bench::gpio::spi_cs::SpiCsOptions {
                 rounds: spi_rounds,
                 messages: spi_messages,
@@ -153,12 +165,13 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             };
             let opts = wirespeed_bench::gpio::GpioOptions { toggles, passes, slices, probe: !no_probe, spi };
             let r = wirespeed_bench::gpio::run(&opts)?;
-            print_report(json, r.to_json(), || r.table());
+            print_report(json, with_host(r.to_json(), &idle), || r.table() + &idle.line());
         }
-        BenchCommand::Regmap { speed_hz, policy, samples, rounds, json } => {
+        BenchCommand::Regmap { speed_hz, policy, samples, rounds, json, host } => {
+            let idle = host.apply();
             let opts = RegmapOptions { speed_hz, policy, samples, rounds, ..RegmapOptions::default() };
             let r = wirespeed_bench::regmap::run(&opts)?;
-            print_report(json, r.to_json(), || r.table());
+            print_report(json, with_host(r.to_json(), &idle), || r.table() + &idle.line());
         }
     }
     Ok(())
@@ -211,8 +224,9 @@ impl CanechoArgs {
 }
 
 /// `wirespeed demo`: the quick canecho run with a short introduction.
-pub fn demo(realtime: RealtimeArgs) -> Result<(), String> {
+pub fn demo(realtime: RealtimeArgs, host: HostArgs) -> Result<(), String> {
     realtime.apply();
+    let idle = host.apply();
     let o = wirespeed_bench::canecho::CanechoOptions { frames: 200, load_frames: 2_000, ..Default::default() };
     println!(
         "wirespeed demo: a CAN node sends {} frames of {} bytes at {} kbit/s, {} ms apart, to an emulated MCP2518FD on SPI;\n\
@@ -221,7 +235,7 @@ pub fn demo(realtime: RealtimeArgs) -> Result<(), String> {
         o.frames, o.len, o.bitrate / 1000, o.gap_us / 1000, o.load_frames
     );
     let r = wirespeed_bench::canecho::run(&o)?;
-    print!("{}", r.table());
+    print!("{}{}", r.table(), idle.line());
     Ok(())
 }
 

@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod bench_cmd;
+mod host_flag;
 mod lab_cmd;
 mod realtime_flag;
 
@@ -28,6 +29,8 @@ enum Command {
     Demo {
         #[command(flatten)]
         realtime: realtime_flag::RealtimeArgs,
+        #[command(flatten)]
+        host: host_flag::HostArgs,
     },
 }
 
@@ -35,7 +38,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(b) => bench_cmd::run(b),
-        Command::Demo { realtime } => bench_cmd::demo(realtime),
+        Command::Demo { realtime, host } => bench_cmd::demo(realtime, host),
         Command::Lab(l) => lab_cmd::run(l),
     };
     match result {

@@ -1,7 +1,8 @@
 //! Time for the wirespeed stack: a cheap monotonic clock, [`Deadline`]s,
 //! spinning until a deadline with the CPU's pause hint, precise delays
-//! ([`delay`], [`delay_until`]: spin below a threshold, sleep then spin above)
-//! and an opt-in [`realtime`] setup.
+//! ([`delay`], [`delay_until`]: spin below a threshold, sleep then spin above),
+//! an opt-in [`realtime`] setup, and a scoped bound on CPU wake-up latency
+//! ([`CpuLatencyRequest`]).
 //!
 //! Everything in wirespeed that waits — chip-select setup times, a transfer's
 //! delay-after, the lab's notion of when a bit leaves the wire — is expressed
@@ -17,6 +18,7 @@
 //! ```
 
 mod clock;
+mod cpu_latency;
 mod deadline;
 mod delay;
 pub mod realtime;
@@ -24,6 +26,7 @@ mod spin;
 mod wake_margin;
 
 pub use clock::{now, Instant};
+pub use cpu_latency::CpuLatencyRequest;
 pub use deadline::Deadline;
 pub use delay::{delay, delay_ns, delay_until, set_spin_threshold, spin_threshold, BUILD_SPIN_THRESHOLD};
 pub use spin::{spin_for_ns, spin_until};

@@ -23,9 +23,8 @@
 //! * **`mlockall(MCL_CURRENT | MCL_FUTURE)`**: no page faults on the hot path;
 //! * **timer slack** of 1 ns (`PR_SET_TIMERSLACK`) for the calling thread and
 //!   its future threads (a normal thread is woken up to 50 µs late otherwise);
-//! * **`/dev/cpu_dma_latency` = 0**: keeps CPUs out of deep idle states; held
-//!   open (the request lasts as long as the file is open) until the process
-//!   exits;
+//! * **`/dev/cpu_dma_latency` = 0**: keeps CPUs out of idle states that are
+//!   slow to leave (a [`CpuLatencyRequest`], held until the process exits);
 //! * **CPU affinity** to a list of CPUs.
 //!
 //! For running one piece of code at SCHED_FIFO without touching anything else
@@ -33,12 +32,12 @@
 //! change only the calling thread and restore it afterwards.
 
 use std::fmt;
-use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::marker::PhantomData;
 use std::str::FromStr;
 use std::sync::{Mutex, OnceLock};
 
+use crate::cpu_latency::CpuLatencyRequest;
 use crate::wake_margin::forget_wake_margins;
 
 /// A SCHED_FIFO priority, 1 (lowest) to 99 (highest).
@@ -348,24 +347,19 @@ pub fn setup(options: &RealtimeOptions) -> RealtimeReport {
     RealtimeReport { fifo, lock_memory, timer_slack, cpu_dma_latency, cpu_affinity }
 }
 
-/// The open `/dev/cpu_dma_latency`: the kernel honours the request while the
-/// file stays open, so it lives until the process exits.
-static CPU_DMA_LATENCY: OnceLock<File> = OnceLock::new();
+/// The request [`setup`] takes: it lives until the process exits.
+static CPU_DMA_LATENCY: OnceLock<CpuLatencyRequest> = OnceLock::new();
 static CPU_DMA_LATENCY_INIT: Mutex<()> = Mutex::new(());
 
 fn hold_cpu_dma_latency_zero() -> io::Result<()> {
     let _g = CPU_DMA_LATENCY_INIT.lock().unwrap_or_else(|e| e.into_inner());
-    if CPU_DMA_LATENCY.get().is_some() {
-        return Ok(());
+    if CPU_DMA_LATENCY.get().is_none() {
+        let _ = CPU_DMA_LATENCY.set(CpuLatencyRequest::hold(0)?);
     }
-    let mut f = std::fs::OpenOptions::new().write(true).open("/dev/cpu_dma_latency")?;
-    // The interface takes a binary 32-bit value in microseconds.
-    f.write_all(&0i32.to_ne_bytes())?;
-    let _ = CPU_DMA_LATENCY.set(f);
     Ok(())
 }
 
-/// Whether this process holds `/dev/cpu_dma_latency` at 0.
+/// Whether this process holds `/dev/cpu_dma_latency` at 0 through [`setup`].
 pub fn holds_cpu_dma_latency() -> bool {
     CPU_DMA_LATENCY.get().is_some()
 }
