@@ -70,6 +70,8 @@ pub enum BenchCommand {
         json: bool,
         #[command(flatten)]
         realtime: RealtimeArgs,
+        #[command(flatten)]
+        host: HostArgs,
     },
     /// E3: cost of removal safety on GPIO toggles (none / interlock / wirespeed).
     Gpio {
@@ -150,10 +152,11 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             }
             print_report(json, with_host(r.to_json(), &idle), || r.table() + &idle.line());
         }
-        BenchCommand::Delay { iterations, json, realtime } => {
+        BenchCommand::Delay { iterations, json, realtime, host } => {
             realtime.apply();
+            let idle = host.apply();
             let r = delay_bench::run(&DelayOptions { iterations, ..DelayOptions::default() })?;
-            print_report(json, r.to_json(), || r.table());
+            print_report(json, with_host(r.to_json(), &idle), || r.table() + &idle.line());
         }
         BenchCommand::Gpio { toggles, passes, slices, no_probe, spi_rounds, spi_messages, json, realtime, host } => {
             realtime.apply();

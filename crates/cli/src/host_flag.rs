@@ -1,17 +1,17 @@
-//! `--cpus-may-sleep`: the lab experiments keep idle CPUs polling while they
-//! run (see [`wirespeed_bench::host`]); this flag measures without it.
+//! `--cpus-may-sleep`: every experiment keeps idle CPUs polling while it
+//! runs (see [`wirespeed_bench::host`]); this flag measures without it.
 
 use wirespeed_bench::host::CpuIdle;
 
 /// The host options of a lab experiment.
 #[derive(Debug, Clone, clap::Args)]
 pub struct HostArgs {
-    /// Let idle CPUs sleep during the run. By default the lab experiments hold
-    /// /dev/cpu_dma_latency at 0 while they run (as cyclictest does), because
-    /// the lab is hardware in real time: a CPU that halts when idle — on a
-    /// virtual machine, into the hypervisor — wakes the lab's interrupts and
-    /// the driver late. Without root the request is refused, reported, and
-    /// the run goes on.
+    /// Let idle CPUs sleep during the run. By default the experiments hold
+    /// /dev/cpu_dma_latency at 0 while they run (as cyclictest does): a CPU
+    /// that halts when idle — on a virtual machine, into the hypervisor —
+    /// wakes late, and the host's idle exit would be measured instead of the
+    /// software. The library itself never takes this request. Without root it
+    /// is refused, reported, and the run goes on.
     #[arg(long)]
     pub cpus_may_sleep: bool,
 }
