@@ -9,7 +9,8 @@
 //! * **Short waits** (below the spin threshold, default 100 µs) spin on the
 //!   clock with the CPU's pause hint. They cost the CPU for the wait and are
 //!   accurate to about one clock read.
-//! * **Long waits** sleep (`clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`)
+//! * **Long waits** sleep (on a per-thread `timerfd`, which unlike
+//!   `clock_nanosleep` is not fired late by the thread's timer slack; see `sleep`)
 //!   until the deadline minus a *wake-up margin* — how late this kind of
 //!   thread wakes up on this machine, measured by the library (see
 //!   [`wake_margin`]) — and spin the rest. They cost the CPU for roughly the
@@ -38,6 +39,7 @@ use std::time::Duration;
 
 use crate::clock::{now, Instant};
 use crate::deadline::Deadline;
+use crate::sleep::sleep_until;
 use crate::wake_margin::{self, Bucket};
 
 /// Parses the decimal microsecond count given at build time; a malformed
@@ -187,22 +189,6 @@ fn sleep_then_spin(target: Instant, remaining: u64) {
             // Cannot happen with a valid timespec; spin the rest regardless.
             Err(_) => return,
         }
-    }
-}
-
-/// `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, at)`; the instant it
-/// returned, or the error number (`EINTR`: a signal interrupted it).
-pub(crate) fn sleep_until(at: Instant) -> Result<Instant, i32> {
-    let ns = at.as_ns();
-    let ts =
-        libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long };
-    // SAFETY: `ts` is a valid timespec; the remainder pointer may be null with
-    // TIMER_ABSTIME.
-    let rc = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
-    if rc == 0 {
-        Ok(now())
-    } else {
-        Err(rc)
     }
 }
 

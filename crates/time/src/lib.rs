@@ -22,6 +22,7 @@ mod cpu_latency;
 mod deadline;
 mod delay;
 pub mod realtime;
+mod sleep;
 mod spin;
 mod wake_margin;
 

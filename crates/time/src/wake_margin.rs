@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::clock::now;
-use crate::delay::sleep_until;
+use crate::sleep::sleep_until;
 
 /// Marks a margin not measured yet.
 pub(crate) const UNKNOWN: u64 = u64::MAX;

