@@ -7,6 +7,7 @@ use wirespeed_bench::spi::SpiOptions;
 
 use crate::host_flag::{with_host, HostArgs};
 use crate::realtime_flag::RealtimeArgs;
+use wirespeed_bench::host::CpuIdle;
 
 /// The experiments.
 #[derive(Debug, Subcommand)]
@@ -131,7 +132,7 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             realtime.apply();
             let idle = host.apply();
             let r = wirespeed_bench::canecho::run(&args.options())?;
-            print_report(json, with_host(r.to_json(), &idle), || r.table() + &idle.line());
+            print_report(json, &idle, r.to_json(), || r.table());
         }
         BenchCommand::Spi { size, hz, count, rounds, no_ablation, threads, thread_msgs, vcd, json, realtime, host } => {
             realtime.apply();
@@ -150,13 +151,13 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             if let Some(path) = vcd {
                 crate::lab_cmd::write_sample_vcd(&path, size, hz)?;
             }
-            print_report(json, with_host(r.to_json(), &idle), || r.table() + &idle.line());
+            print_report(json, &idle, r.to_json(), || r.table());
         }
         BenchCommand::Delay { iterations, json, realtime, host } => {
             realtime.apply();
             let idle = host.apply();
             let r = delay_bench::run(&DelayOptions { iterations, ..DelayOptions::default() })?;
-            print_report(json, with_host(r.to_json(), &idle), || r.table() + &idle.line());
+            print_report(json, &idle, r.to_json(), || r.table());
         }
         BenchCommand::Gpio { toggles, passes, slices, no_probe, spi_rounds, spi_messages, json, realtime, host } => {
             realtime.apply();
@@ -168,13 +169,13 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             };
             let opts = wirespeed_bench::gpio::GpioOptions { toggles, passes, slices, probe: !no_probe, spi };
             let r = wirespeed_bench::gpio::run(&opts)?;
-            print_report(json, with_host(r.to_json(), &idle), || r.table() + &idle.line());
+            print_report(json, &idle, r.to_json(), || r.table());
         }
         BenchCommand::Regmap { speed_hz, policy, samples, rounds, json, host } => {
             let idle = host.apply();
             let opts = RegmapOptions { speed_hz, policy, samples, rounds, ..RegmapOptions::default() };
             let r = wirespeed_bench::regmap::run(&opts)?;
-            print_report(json, with_host(r.to_json(), &idle), || r.table() + &idle.line());
+            print_report(json, &idle, r.to_json(), || r.table());
         }
     }
     Ok(())
@@ -250,10 +251,12 @@ fn parse_id(s: &str) -> Result<u16, String> {
     v.map_err(|e| format!("{s}: {e}"))
 }
 
-fn print_report(json: bool, value: serde_json::Value, table: impl FnOnce() -> String) {
+/// Prints a report as JSON (with `"host"` added) or as its table (with the
+/// host's line at the foot).
+fn print_report(json: bool, idle: &CpuIdle, value: serde_json::Value, table: impl FnOnce() -> String) {
     if json {
-        println!("{value}");
+        println!("{}", with_host(value, idle));
     } else {
-        print!("{}", table());
+        print!("{}{}", table(), idle.line());
     }
 }

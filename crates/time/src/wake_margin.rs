@@ -5,10 +5,11 @@
 //! the thread wakes after the deadline) and its CPU cost (too large: it spins
 //! longer than needed). It depends on the machine and on the thread:
 //!
-//! * its **class** — a realtime thread (SCHED_FIFO/RR/DEADLINE) wakes within
-//!   a few µs; a normal thread is woken up to its timer slack (50 µs by
-//!   default) late; a normal thread whose slack was cut to under 10 µs lies
-//!   in between;
+//! * its **class** — a realtime thread (SCHED_FIFO/RR/DEADLINE) is run as
+//!   soon as its timer fires; a normal thread waits its turn with the others
+//!   (and, where the sleep falls back to `clock_nanosleep`, up to its timer
+//!   slack — 50 µs by default — more); a normal thread whose slack was cut
+//!   to under 10 µs is kept apart, as its wake-ups differ from both;
 //! * the **length of the sleep** — a CPU idle for longer drops into deeper
 //!   idle states (or, in a virtual machine, is descheduled by the host) and
 //!   wakes more slowly.
