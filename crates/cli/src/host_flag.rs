@@ -3,7 +3,7 @@
 
 use wirespeed_bench::host::CpuIdle;
 
-/// The host options of a lab experiment.
+/// The host options of an experiment.
 #[derive(Debug, Clone, clap::Args)]
 pub struct HostArgs {
     /// Let idle CPUs sleep during the run. By default the experiments hold

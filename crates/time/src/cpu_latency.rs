@@ -25,7 +25,10 @@
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+
+use crate::realtime::explain;
 
 /// The kernel's interface for the request.
 const DEVICE: &str = "/dev/cpu_dma_latency";
@@ -54,9 +57,10 @@ impl CpuLatencyRequest {
                 format!("{max_us} µs: the bound must be at most {} µs", i32::MAX),
             )
         })?;
-        let mut file = OpenOptions::new().read(true).write(true).open(DEVICE).map_err(|e| explain(&e))?;
+        let in_context = |e: io::Error| io::Error::new(e.kind(), format!("{DEVICE}: {}", explain(&e)));
+        let mut file = OpenOptions::new().read(true).write(true).open(DEVICE).map_err(in_context)?;
         // The interface takes a binary 32-bit value in microseconds.
-        file.write_all(&value.to_ne_bytes()).map_err(|e| explain(&e))?;
+        file.write_all(&value.to_ne_bytes()).map_err(in_context)?;
         Ok(CpuLatencyRequest { file, max_us })
     }
 
@@ -67,21 +71,13 @@ impl CpuLatencyRequest {
 
     /// The bound the kernel enforces now: the smallest over every request
     /// held on the system, this one included.
-    pub fn effective_us(&mut self) -> io::Result<u32> {
+    pub fn effective_us(&self) -> io::Result<u32> {
         let mut b = [0u8; 4];
-        self.file.read_exact(&mut b)?;
+        // The value sits at offset 0; a plain read would advance the
+        // position and find the end on the second call.
+        self.file.read_exact_at(&mut b, 0)?;
         Ok(u32::try_from(i32::from_ne_bytes(b)).unwrap_or(0))
     }
-}
-
-/// The system's error text plus what usually fixes it.
-fn explain(e: &io::Error) -> io::Error {
-    let hint = match e.raw_os_error() {
-        Some(libc::EACCES) | Some(libc::EPERM) => "; needs write access to /dev/cpu_dma_latency (usually root)",
-        Some(libc::ENOENT) => "; the kernel does not offer /dev/cpu_dma_latency",
-        _ => "",
-    };
-    io::Error::new(e.kind(), format!("{e}{hint}"))
 }
 
 #[cfg(test)]
@@ -89,9 +85,9 @@ mod tests {
     use super::*;
 
     fn readable_value() -> Option<u32> {
-        let mut f = File::open(DEVICE).ok()?;
+        let f = File::open(DEVICE).ok()?;
         let mut b = [0u8; 4];
-        f.read_exact(&mut b).ok()?;
+        f.read_exact_at(&mut b, 0).ok()?;
         u32::try_from(i32::from_ne_bytes(b)).ok()
     }
 
@@ -99,9 +95,10 @@ mod tests {
     fn a_held_request_bounds_the_latency_until_dropped() {
         let before = readable_value();
         match CpuLatencyRequest::hold(0) {
-            Ok(mut r) => {
+            Ok(r) => {
                 assert_eq!(r.max_us(), 0);
                 assert_eq!(r.effective_us().unwrap(), 0);
+                assert_eq!(r.effective_us().unwrap(), 0, "a second read sees the value too");
                 assert_eq!(readable_value(), Some(0));
                 drop(r);
                 // Withdrawn: the system's bound is what it was before (the

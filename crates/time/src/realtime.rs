@@ -386,7 +386,7 @@ fn check(rc: libc::c_int) -> io::Result<()> {
 }
 
 /// The system's error text plus what usually fixes it.
-fn explain(e: &io::Error) -> String {
+pub(crate) fn explain(e: &io::Error) -> String {
     let hint = match e.raw_os_error() {
         Some(libc::EPERM) => "; needs root, CAP_SYS_NICE / CAP_IPC_LOCK or a higher RLIMIT_RTPRIO / RLIMIT_MEMLOCK",
         Some(libc::EACCES) => "; needs write access to the device (usually root)",
