@@ -16,14 +16,21 @@
 //!
 //! Interleaving: on a shared machine the speed drifts by several percent
 //! within a second, more than the effect measured. So each guard's pass of
-//! `toggles` runs as `slices` slices (50 by default, 20,000 toggles each) interleaved with the
-//! other guards' slices (A B C, B C A, …); a pass's time is the sum of its
-//! slices, so drift lands on all three guards alike. Both wall time (the
+//! `toggles` runs as `slices` slices (200 by default, 5,000 toggles each)
+//! interleaved with the other guards' slices (A B C, B C A, …); a pass's
+//! time is the sum of its slices, so drift lands on all three guards alike. Both wall time (the
 //! seed's measure, reported as `mean_us`) and the thread's CPU time
 //! (`cpu_mean_us`, immune to preemption by other processes) are recorded.
 //! `overhead_vs_none` is the median, over all slice groups, of a guard's
 //! slice time divided by the unguarded slice run beside it: a preemption
-//! that lands on one slice moves one ratio, not the figure.
+//! that lands on one slice moves one ratio, not the figure. Why 200 slices:
+//! single slice ratios scatter by several percent, and the median of more
+//! groups scatters less; on the 2-core test VM wirespeed's figure spread
+//! over 1.005–1.013 in 14 runs with 50 slices, 1.0047–1.0094 in 13 runs
+//! with 200, while a placebo guard (a second copy of the unguarded code)
+//! read 0.995–1.004. Much smaller slices start to measure each slice's
+//! warm-up (the request is made afresh per slice, so that all three guards
+//! drive the very same line).
 //! The toggled line's pad has a probe attached (a lab device counting
 //! edges), so every toggle is a real level change on the board that the
 //! bench checks was seen.
@@ -64,7 +71,7 @@ pub struct GpioOptions {
 
 impl Default for GpioOptions {
     fn default() -> Self {
-        GpioOptions { toggles: 1_000_000, passes: 10, slices: 50, probe: true, spi: spi_cs::SpiCsOptions::default() }
+        GpioOptions { toggles: 1_000_000, passes: 10, slices: 200, probe: true, spi: spi_cs::SpiCsOptions::default() }
     }
 }
 

@@ -82,8 +82,9 @@ pub enum BenchCommand {
         /// Passes (each runs all three guards, interleaved).
         #[arg(long, default_value_t = 10)]
         passes: u32,
-        /// Slices each pass is cut into, interleaved across guards.
-        #[arg(long, default_value_t = 50)]
+        /// Slices each pass is cut into, interleaved across guards; the
+        /// figure is the median of the slice-by-slice ratios.
+        #[arg(long, default_value_t = 200)]
         slices: u32,
         /// Do not attach the edge-counting probe to the toggled pad.
         #[arg(long)]
