@@ -8,6 +8,14 @@
 //! each lands from what was asked (`error_us`: mean elapsed − requested) and
 //! what it costs (`cpu_share`: the thread's CPU time / elapsed time).
 //!
+//! One control beside them: `spin_100us`, a bare spin on the clock for
+//! 100 µs (no sleep, no margin) — the best any 100 µs wait can do on this
+//! machine. On a virtual machine the hypervisor now and then runs something
+//! else on the CPU (steal); whatever lands at the end of a wait makes it
+//! late, and the control shows how much that alone costs. Each pass also
+//! reports the steal seen during it (`host_steal_pct`, % of all CPUs' time,
+//! from `/proc/stat`).
+//!
 //! Each pass runs on a thread of its own: `normal` at SCHED_OTHER (even when
 //! the process was made realtime with `--realtime`), then, where the kernel
 //! permits, `fifo` at SCHED_FIFO. Within a pass the tests are interleaved in
@@ -30,11 +38,11 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use wirespeed_time::realtime::{FifoGuard, FifoPriority};
-use wirespeed_time::{delay, now, remeasure_wake_margins, spin_threshold, WakeMargins};
+use wirespeed_time::{delay, now, remeasure_wake_margins, spin_for_ns, spin_threshold, WakeMargins};
 
 use crate::stats::{mean, percentile, round};
 use crate::table::Table;
-use crate::usage::thread_cpu_ns;
+use crate::usage::{thread_cpu_ns, HostSteal};
 
 /// Iterations of a test between two reads of the thread's CPU time.
 pub const CHUNK: usize = 64;
@@ -63,10 +71,11 @@ enum Test {
     SchedYield,
     Nanosleep(u64),
     Delay(u64),
+    Spin(u64),
 }
 
 /// The tests, in table order, with their JSON names and table headers.
-const TESTS: [(Test, &str, &str); 8] = [
+const TESTS: [(Test, &str, &str); 9] = [
     (Test::Nop, "nop", "nop"),
     (Test::SchedYield, "sched_yield", "sched_yield"),
     (Test::Nanosleep(1_000), "nanosleep_1us", "nanosleep 1u"),
@@ -75,6 +84,7 @@ const TESTS: [(Test, &str, &str); 8] = [
     (Test::Delay(10_000), "delay_10us", "delay 10u"),
     (Test::Delay(100_000), "delay_100us", "delay 100u"),
     (Test::Delay(1_000_000), "delay_1ms", "delay 1m"),
+    (Test::Spin(100_000), "spin_100us", "spin 100u"),
 ];
 
 impl Test {
@@ -92,6 +102,7 @@ impl Test {
                 unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
             }
             Test::Delay(ns) => delay(Duration::from_nanos(ns)),
+            Test::Spin(ns) => spin_for_ns(ns),
         }
     }
 }
@@ -111,9 +122,9 @@ pub struct TestStats {
     pub median_us: f64,
     /// 99th percentile.
     pub p99_us: f64,
-    /// For delays: mean elapsed − requested.
+    /// For delays and the spin control: mean elapsed − requested.
     pub error_us: Option<f64>,
-    /// For delays: thread CPU time / elapsed time.
+    /// For delays and the spin control: thread CPU time / elapsed time.
     pub cpu_share: Option<f64>,
 }
 
@@ -126,6 +137,9 @@ pub struct PassReport {
     pub wake_margins: WakeMargins,
     /// The pass thread's timer slack (ns).
     pub timer_slack_ns: u64,
+    /// CPU time the hypervisor took during the pass, % of all CPUs' time
+    /// (`None` where the kernel does not report steal).
+    pub host_steal_pct: Option<f64>,
 }
 
 impl PassReport {
@@ -204,6 +218,7 @@ fn run_pass(iterations: usize) -> PassReport {
     let mut cpu_ns = [0u64; TESTS.len()];
     let mut wall_ns = [0u64; TESTS.len()];
     let mut done = 0;
+    let (steal0, t0) = (HostSteal::now(), now());
     while done < iterations {
         let n = CHUNK.min(iterations - done);
         for (i, (t, _, _)) in TESTS.iter().enumerate() {
@@ -226,6 +241,7 @@ fn run_pass(iterations: usize) -> PassReport {
         }
         done += n;
     }
+    let host_steal_pct = steal0.zip(HostSteal::now()).map(|(a, b)| b.pct_since(a, now().ns_since(t0)));
     let tests = TESTS
         .iter()
         .enumerate()
@@ -233,7 +249,9 @@ fn run_pass(iterations: usize) -> PassReport {
             let xs = &samples[i];
             let m = mean(xs);
             let (error_us, cpu_share) = match t {
-                Test::Delay(ns) => (Some(m - ns as f64 / 1_000.0), Some(cpu_ns[i] as f64 / wall_ns[i].max(1) as f64)),
+                Test::Delay(ns) | Test::Spin(ns) => {
+                    (Some(m - ns as f64 / 1_000.0), Some(cpu_ns[i] as f64 / wall_ns[i].max(1) as f64))
+                }
                 _ => (None, None),
             };
             TestStats {
@@ -248,7 +266,7 @@ fn run_pass(iterations: usize) -> PassReport {
             }
         })
         .collect();
-    PassReport { tests, wake_margins, timer_slack_ns }
+    PassReport { tests, wake_margins, timer_slack_ns, host_steal_pct }
 }
 
 fn us(d: Duration) -> f64 {
@@ -284,7 +302,8 @@ impl PassReport {
 impl DelayReport {
     /// One JSON object: `normal` and (where permitted) `fifo`, each mapping
     /// every test name to `{mean_us, min_us, max_us, median_us, p99_us}` (and
-    /// `error_us`, `cpu_share` for the delays); beside them the settings.
+    /// `error_us`, `cpu_share` for the delays and the spin control); beside
+    /// them the settings and `host_steal_pct` per pass.
     pub fn to_json(&self) -> Value {
         let mut o = json!({
             "scenario": "delay",
@@ -294,16 +313,20 @@ impl DelayReport {
         });
         let mut margins = json!({"normal": self.normal.margins_json()});
         let mut slack = json!({"normal": self.normal.timer_slack_ns});
+        let steal = |p: &PassReport| json!(p.host_steal_pct.map(|x| round(x, 2)));
+        let mut steals = json!({"normal": steal(&self.normal)});
         match &self.fifo {
             Ok(f) => {
                 o["fifo"] = f.to_json();
                 margins["fifo"] = f.margins_json();
                 slack["fifo"] = json!(f.timer_slack_ns);
+                steals["fifo"] = steal(f);
             }
             Err(reason) => o["fifo_unavailable"] = json!(reason),
         }
         o["wake_margin_us"] = margins;
         o["timer_slack_ns"] = slack;
+        o["host_steal_pct"] = steals;
         o
     }
 
@@ -335,7 +358,7 @@ impl DelayReport {
             out.push_str(&t.render());
             out.push('\n');
         }
-        let mut t = Table::new(&["Priority / Delay", "error µs", "median µs", "p99 µs", "CPU share"]);
+        let mut t = Table::new(&["Priority / Delay", "error µs", "median µs", "p99 µs", "CPU share", "host steal"]);
         for (label, p) in &passes {
             for s in p.tests.iter().filter(|s| s.error_us.is_some()) {
                 t.row(vec![
@@ -344,10 +367,12 @@ impl DelayReport {
                     fmt_us(s.median_us),
                     fmt_us(s.p99_us),
                     format!("{:.3}", s.cpu_share.unwrap_or(f64::NAN)),
+                    p.host_steal_pct.map_or_else(|| "-".to_owned(), |x| format!("{x:.2} %")),
                 ]);
             }
         }
         out.push_str(&t.render());
+        out.push_str("spin_100us: a bare 100 µs spin on the clock, the floor of any 100 µs wait on this machine\n");
         if let Err(reason) = &self.fifo {
             out.push_str(&format!("\nSCHED_FIFO pass not run: {reason}\n"));
         }
@@ -388,7 +413,13 @@ mod tests {
             assert!(t["min_us"].as_f64() <= t["mean_us"].as_f64());
             assert!(t["mean_us"].as_f64() <= t["max_us"].as_f64());
         }
-        for (name, req) in [("delay_1us", 1.0), ("delay_10us", 10.0), ("delay_100us", 100.0), ("delay_1ms", 1000.0)] {
+        for (name, req) in [
+            ("delay_1us", 1.0),
+            ("delay_10us", 10.0),
+            ("delay_100us", 100.0),
+            ("delay_1ms", 1000.0),
+            ("spin_100us", 100.0),
+        ] {
             let t = &j["normal"][name];
             // Never early, by design.
             assert!(t["min_us"].as_f64().unwrap() >= req, "{name}: {t}");
@@ -396,8 +427,10 @@ mod tests {
             let share = t["cpu_share"].as_f64().unwrap();
             assert!((0.0..=1.5).contains(&share), "{name}: {t}");
         }
-        // A 1 ms delay sleeps most of the time (generous bound).
+        // A 1 ms delay sleeps most of the time (generous bound); the control never does.
         assert!(j["normal"]["delay_1ms"]["cpu_share"].as_f64().unwrap() < 0.8);
+        assert!(j["normal"]["spin_100us"]["cpu_share"].as_f64().unwrap() > 0.5);
+        assert!(j["host_steal_pct"]["normal"].as_f64().is_some_and(|x| x >= 0.0), "{j}");
         assert_eq!(j.get("fifo").is_some(), r.fifo.is_ok());
         let table = r.table();
         assert!(table.contains("nanosleep 100u") && table.contains("delay 1m"), "{table}");
