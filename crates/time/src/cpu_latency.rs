@@ -72,23 +72,25 @@ impl CpuLatencyRequest {
     /// The bound the kernel enforces now: the smallest over every request
     /// held on the system, this one included.
     pub fn effective_us(&self) -> io::Result<u32> {
-        let mut b = [0u8; 4];
-        // The value sits at offset 0; a plain read would advance the
-        // position and find the end on the second call.
-        self.file.read_exact_at(&mut b, 0)?;
-        Ok(u32::try_from(i32::from_ne_bytes(b)).unwrap_or(0))
+        Ok(u32::try_from(read_bound(&self.file)?).unwrap_or(0))
     }
+}
+
+/// The bound in force, as the device reports it (a binary 32-bit value).
+/// It sits at offset 0; a plain read would advance the file's position and
+/// find the end on the second call.
+fn read_bound(device: &File) -> io::Result<i32> {
+    let mut b = [0u8; 4];
+    device.read_exact_at(&mut b, 0)?;
+    Ok(i32::from_ne_bytes(b))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn readable_value() -> Option<u32> {
-        let f = File::open(DEVICE).ok()?;
-        let mut b = [0u8; 4];
-        f.read_exact_at(&mut b, 0).ok()?;
-        u32::try_from(i32::from_ne_bytes(b)).ok()
+    fn readable_value() -> Option<i32> {
+        read_bound(&File::open(DEVICE).ok()?).ok()
     }
 
     #[test]
