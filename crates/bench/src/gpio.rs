@@ -25,10 +25,14 @@
 //! slice time divided by the unguarded slice run beside it: a preemption
 //! that lands on one slice moves one ratio, not the figure. Why 200 slices:
 //! single slice ratios scatter by several percent, and the median of more
-//! groups scatters less; on the 2-core test VM wirespeed's figure spread
-//! over 1.005–1.013 in 14 runs with 50 slices, 1.0047–1.0094 in 13 runs
-//! with 200, while a placebo guard (a second copy of the unguarded code)
-//! read 0.995–1.004. Much smaller slices start to measure each slice's
+//! groups scatters less; on the 2-core test VM, in one quiet hour,
+//! wirespeed's figure spread over 1.005–1.013 in 14 runs with 50 slices and
+//! 1.0047–1.0094 in 13 runs with 200 (a placebo guard, a second copy of the
+//! unguarded code, read 0.995–1.004 with 50). What finer slicing cannot
+//! remove is the host: in a busier hour 11 runs with 200 slices read
+//! 1.006–1.027; in 6 runs of that hour that also took the median of the
+//! thread-CPU ratios, it equalled the wall one to 0.0002, so the guard's
+//! few instructions cost more then: it is not preemption. Much smaller slices start to measure each slice's
 //! warm-up (the request is made afresh per slice, so that all three guards
 //! drive the very same line).
 //! The toggled line's pad has a probe attached (a lab device counting
