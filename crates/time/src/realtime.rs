@@ -35,7 +35,7 @@ use std::fmt;
 use std::io;
 use std::marker::PhantomData;
 use std::str::FromStr;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard};
 
 use crate::cpu_latency::CpuLatencyRequest;
 use crate::wake_margin::forget_wake_margins;
@@ -348,20 +348,23 @@ pub fn setup(options: &RealtimeOptions) -> RealtimeReport {
 }
 
 /// The request [`setup`] takes: it lives until the process exits.
-static CPU_DMA_LATENCY: OnceLock<CpuLatencyRequest> = OnceLock::new();
-static CPU_DMA_LATENCY_INIT: Mutex<()> = Mutex::new(());
+static CPU_DMA_LATENCY: Mutex<Option<CpuLatencyRequest>> = Mutex::new(None);
+
+fn cpu_dma_latency() -> MutexGuard<'static, Option<CpuLatencyRequest>> {
+    CPU_DMA_LATENCY.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn hold_cpu_dma_latency_zero() -> io::Result<()> {
-    let _g = CPU_DMA_LATENCY_INIT.lock().unwrap_or_else(|e| e.into_inner());
-    if CPU_DMA_LATENCY.get().is_none() {
-        let _ = CPU_DMA_LATENCY.set(CpuLatencyRequest::hold(0)?);
+    let mut held = cpu_dma_latency();
+    if held.is_none() {
+        *held = Some(CpuLatencyRequest::hold(0)?);
     }
     Ok(())
 }
 
 /// Whether this process holds `/dev/cpu_dma_latency` at 0 through [`setup`].
 pub fn holds_cpu_dma_latency() -> bool {
-    CPU_DMA_LATENCY.get().is_some()
+    cpu_dma_latency().is_some()
 }
 
 fn set_affinity(list: &CpuList) -> io::Result<()> {
