@@ -130,14 +130,12 @@ pub enum BenchCommand {
 pub fn run(cmd: BenchCommand) -> Result<(), String> {
     match cmd {
         BenchCommand::Canecho { args, json, realtime, host } => {
-            realtime.apply();
-            let idle = host.apply();
+            let idle = host_setup(Some(&realtime), &host);
             let r = wirespeed_bench::canecho::run(&args.options())?;
             print_report(json, &idle, r.to_json(), || r.table());
         }
         BenchCommand::Spi { size, hz, count, rounds, no_ablation, threads, thread_msgs, vcd, json, realtime, host } => {
-            realtime.apply();
-            let idle = host.apply();
+            let idle = host_setup(Some(&realtime), &host);
             let opts = SpiOptions {
                 size,
                 hz,
@@ -155,14 +153,12 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             print_report(json, &idle, r.to_json(), || r.table());
         }
         BenchCommand::Delay { iterations, json, realtime, host } => {
-            realtime.apply();
-            let idle = host.apply();
+            let idle = host_setup(Some(&realtime), &host);
             let r = delay_bench::run(&DelayOptions { iterations, ..DelayOptions::default() })?;
             print_report(json, &idle, r.to_json(), || r.table());
         }
         BenchCommand::Gpio { toggles, passes, slices, no_probe, spi_rounds, spi_messages, json, realtime, host } => {
-            realtime.apply();
-            let idle = host.apply();
+            let idle = host_setup(Some(&realtime), &host);
             let spi = wirespeed_bench::gpio::spi_cs::SpiCsOptions {
                 rounds: spi_rounds,
                 messages: spi_messages,
@@ -173,7 +169,7 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             print_report(json, &idle, r.to_json(), || r.table());
         }
         BenchCommand::Regmap { speed_hz, policy, samples, rounds, json, host } => {
-            let idle = host.apply();
+            let idle = host_setup(None, &host);
             let opts = RegmapOptions { speed_hz, policy, samples, rounds, ..RegmapOptions::default() };
             let r = wirespeed_bench::regmap::run(&opts)?;
             print_report(json, &idle, r.to_json(), || r.table());
@@ -230,8 +226,7 @@ impl CanechoArgs {
 
 /// `wirespeed demo`: the quick canecho run with a short introduction.
 pub fn demo(realtime: RealtimeArgs, host: HostArgs) -> Result<(), String> {
-    realtime.apply();
-    let idle = host.apply();
+    let idle = host_setup(Some(&realtime), &host);
     let o = wirespeed_bench::canecho::CanechoOptions { frames: 200, load_frames: 2_000, ..Default::default() };
     println!(
         "wirespeed demo: a CAN node sends {} frames of {} bytes at {} kbit/s, {} ms apart, to an emulated MCP2518FD on SPI;\n\
@@ -242,6 +237,16 @@ pub fn demo(realtime: RealtimeArgs, host: HostArgs) -> Result<(), String> {
     let r = wirespeed_bench::canecho::run(&o)?;
     print!("{}{}", r.table(), idle.line());
     Ok(())
+}
+
+/// The host setup every benchmark starts with: the `--realtime` steps (if the
+/// command has them and they were asked for), then the PM QoS request of
+/// `--host`, whose state the report carries.
+fn host_setup(realtime: Option<&RealtimeArgs>, host: &HostArgs) -> CpuIdle {
+    if let Some(r) = realtime {
+        r.apply();
+    }
+    host.apply()
 }
 
 fn parse_id(s: &str) -> Result<u16, String> {

@@ -362,11 +362,6 @@ fn hold_cpu_dma_latency_zero() -> io::Result<()> {
     Ok(())
 }
 
-/// Whether this process holds `/dev/cpu_dma_latency` at 0 through [`setup`].
-pub fn holds_cpu_dma_latency() -> bool {
-    cpu_dma_latency().is_some()
-}
-
 fn set_affinity(list: &CpuList) -> io::Result<()> {
     // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it and
     // every number was checked against CPU_SETSIZE when the list was built.
