@@ -11,6 +11,7 @@ pub mod gpio;
 pub mod host;
 pub mod regmap;
 pub mod spi;
+pub mod stack_offset;
 pub mod stats;
 pub mod table;
 pub mod usage;
