@@ -36,14 +36,15 @@
 //! warm-up (the request is made afresh per slice, so that all three guards
 //! drive the very same line).
 //!
-//! Stack placement: the figure also moved with where address-space
-//! randomisation put the stack (false store/load dependencies between stack
-//! slots and the handle; see [`crate::stack_offset`]). With ASLR off and the
-//! stack moved in 16-byte steps over 4 KiB, 256 runs read 1.0077 at the
-//! median but 0.989–1.035 at the extremes; 10 runs with ASLR on read
-//! 0.9925–1.0114. So each slice group runs at the next of 16 stack offsets
-//! (all three guards of a group at the same one): 16 placements fixed by
-//! ASLR then read 1.0043–1.0078, and 10 runs with ASLR on 1.0065–1.0092.
+//! Placement: the figure also moved with where the stack and the code of
+//! each variant happened to land (see [`crate::placement`]): 10 runs read
+//! 0.9925–1.0114 with ASLR on, and a "guard" of one `nop` read 0.985–1.000
+//! against the unguarded loop in one build. So each slice group runs at the
+//! next of 16 stack offsets and, every 48 groups, the next of 8 copies of
+//! the loop at different code addresses (all three guards of a group at the
+//! same placement). With that, the one-`nop` guard read 0.9996–1.0000 in 6
+//! runs and wirespeed's 1.0065–1.0092 in 18 runs of one hour.
+//!
 //! The toggled line's pad has a probe attached (a lab device counting
 //! edges), so every toggle is a real level change on the board that the
 //! bench checks was seen.
@@ -53,7 +54,7 @@
 
 pub mod spi_cs;
 
-use crate::stack_offset::with_offset;
+use crate::placement::{code_pad, with_offset, CODE_COPIES, OFFSETS};
 use crate::stats::{mean, median, round, stddev};
 use crate::table::Table;
 use crate::usage::thread_cpu_ns;
@@ -151,10 +152,12 @@ struct Times {
 }
 
 /// The seed's loop. Generic over the guard: the only difference between
-/// the three variants. Kept apart from the timing so that nothing but the
-/// request and the count lives across its calls.
+/// the three variants; and over `C`, which of the copies at different code
+/// addresses runs (see [`crate::placement`]). Kept apart from the timing so
+/// that nothing but the request and the count lives across its calls.
 #[inline(never)]
-fn toggle<G: AccessGuard>(req: &LineRequest<G>, toggles: u64) -> Result<(), GpioError> {
+fn toggle<G: AccessGuard, const C: usize>(req: &LineRequest<G>, toggles: u64) -> Result<(), GpioError> {
+    code_pad::<C>();
     for _ in 0..toggles {
         req.set_value(LINE, true)?;
         req.set_value(LINE, false)?;
@@ -162,11 +165,22 @@ fn toggle<G: AccessGuard>(req: &LineRequest<G>, toggles: u64) -> Result<(), Gpio
     Ok(())
 }
 
-/// Times one slice of [`toggle`].
-fn toggle_slice<G: AccessGuard>(req: &LineRequest<G>, toggles: u64) -> Result<Times, GpioError> {
+/// Times one slice of [`toggle`], copy `copy % CODE_COPIES`.
+fn toggle_slice<G: AccessGuard>(req: &LineRequest<G>, toggles: u64, copy: usize) -> Result<Times, GpioError> {
+    const _: () = assert!(CODE_COPIES == 8, "one arm per copy below");
+    let run = match copy % CODE_COPIES {
+        0 => toggle::<G, 0>,
+        1 => toggle::<G, 1>,
+        2 => toggle::<G, 2>,
+        3 => toggle::<G, 3>,
+        4 => toggle::<G, 4>,
+        5 => toggle::<G, 5>,
+        6 => toggle::<G, 6>,
+        _ => toggle::<G, 7>,
+    };
     let c0 = thread_cpu_ns();
     let t0 = now();
-    toggle(req, toggles)?;
+    run(req, toggles)?;
     let wall_us = now().us_since(t0);
     let cpu_us = thread_cpu_ns().saturating_sub(c0) as f64 / 1_000.0;
     Ok(Times { wall_us, cpu_us })
@@ -177,10 +191,11 @@ fn measure<G: AccessGuard>(
     hw: &GpioChip,
     probe: Option<&Probe>,
     toggles: u64,
+    copy: usize,
 ) -> Result<Times, String> {
     let req = req.map_err(|e| format!("requesting the bench line: {e}"))?;
     let before = probe.map(|p| p.0.load(Ordering::Relaxed));
-    let us = toggle_slice(&req, toggles).map_err(|e| format!("{} toggle failed: {e}", G::NAME))?;
+    let us = toggle_slice(&req, toggles, copy).map_err(|e| format!("{} toggle failed: {e}", G::NAME))?;
     if let (Some(p), Some(b)) = (probe, before) {
         let seen = p.0.load(Ordering::Relaxed) - b;
         if seen != 2 * toggles {
@@ -193,13 +208,21 @@ fn measure<G: AccessGuard>(
     Ok(us)
 }
 
-fn run_guard(which: usize, chip: &Chip, hw: &GpioChip, probe: Option<&Probe>, toggles: u64) -> Result<Times, String> {
+/// Runs guard `which`'s slice of `toggles` on code copy `copy`.
+fn run_guard(
+    which: usize,
+    chip: &Chip,
+    hw: &GpioChip,
+    probe: Option<&Probe>,
+    toggles: u64,
+    copy: usize,
+) -> Result<Times, String> {
     match which {
         // SAFETY: the bench never removes the chip while this request lives
         // (the request is dropped at the end of `measure`).
-        0 => measure::<Unguarded>(unsafe { chip.request_lines_unguarded(&config()) }, hw, probe, toggles),
-        1 => measure::<Interlock>(chip.request_lines_with::<Interlock>(&config()), hw, probe, toggles),
-        _ => measure::<Revocable>(chip.request_lines_with::<Revocable>(&config()), hw, probe, toggles),
+        0 => measure::<Unguarded>(unsafe { chip.request_lines_unguarded(&config()) }, hw, probe, toggles, copy),
+        1 => measure::<Interlock>(chip.request_lines_with::<Interlock>(&config()), hw, probe, toggles, copy),
+        _ => measure::<Revocable>(chip.request_lines_with::<Revocable>(&config()), hw, probe, toggles, copy),
     }
 }
 
@@ -224,7 +247,7 @@ pub fn run(opts: &GpioOptions) -> Result<GpioReport, String> {
     let probe_ref = opts.probe.then_some(&*probe);
     // Warm-up: one short slice of each.
     for g in 0..3 {
-        run_guard(g, &chip, &hw, probe_ref, opts.toggles.min(100_000))?;
+        run_guard(g, &chip, &hw, probe_ref, opts.toggles.min(100_000), 0)?;
     }
     let slices = u64::from(opts.slices);
     let mut wall: [Vec<f64>; 3] = Default::default();
@@ -238,9 +261,12 @@ pub fn run(opts: &GpioOptions) -> Result<GpioReport, String> {
             // Slices split the pass's toggles exactly.
             let n = opts.toggles / slices + u64::from(s < opts.toggles % slices);
             let mut group = [0.0f64; 3];
+            // Order (turn % 3) and stack offset (turn % 16) go through all
+            // 48 pairs before the code copy moves on.
+            let copy = turn / (3 * OFFSETS);
             for k in 0..3 {
                 let g = (turn + k) % 3;
-                let t = with_offset(turn, || run_guard(g, &chip, &hw, probe_ref, n))?;
+                let t = with_offset(turn, || run_guard(g, &chip, &hw, probe_ref, n, copy))?;
                 acc[g].wall_us += t.wall_us;
                 acc[g].cpu_us += t.cpu_us;
                 group[g] = t.wall_us;
