@@ -332,6 +332,7 @@ impl GpioReport {
             "passes": self.options.passes,
             "slices": self.options.slices,
             "probe": self.options.probe,
+            "placements": { "stack_offsets": OFFSETS, "code_copies": CODE_COPIES },
             "membarrier": self.membarrier,
             "none": self.none.to_json(),
             "interlock": self.interlock.to_json(),
@@ -357,10 +358,12 @@ impl GpioReport {
             ]);
         }
         let mut out = format!(
-            "gpio: {} passes of {} high/low toggles, guards interleaved in {} slices per pass (membarrier: {})\n{}",
+            "gpio: {} passes of {} high/low toggles, guards interleaved in {} slices per pass over {} stack offsets x {} code copies (membarrier: {})\n{}",
             self.options.passes,
             self.options.toggles,
             self.options.slices,
+            OFFSETS,
+            CODE_COPIES,
             self.membarrier,
             t.render()
         );
