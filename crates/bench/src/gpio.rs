@@ -43,7 +43,16 @@
 //! next of 16 stack offsets and, every 48 groups, the next of 8 copies of
 //! the loop at different code addresses (all three guards of a group at the
 //! same placement). With that, the one-`nop` guard read 0.9996–1.0000 in 6
-//! runs and wirespeed's 1.0065–1.0092 in 18 runs of one hour.
+//! runs, and wirespeed's 1.0065–1.0092 in 18 runs of one build. What this
+//! does not remove: the build that added only these report fields read
+//! 1.012–1.046, and builds that differ only by a block of dead code
+//! (0/1,000/3,000/7,000 bytes) read 1.001–1.036, the same build moving
+//! between runs; the high readings go with a fast unguarded loop (35.5 ns
+//! per set against 41 ns), so the guard's stores cost ≈ 1.3 ns when the
+//! rest of the set runs without a stall and ≈ 0.2 ns when a stall hides
+//! them. Which placement (of heap lines, code or the vDSO page) sets that
+//! state is not found yet; a figure from one build and one run is only
+//! one sample of it.
 //!
 //! The toggled line's pad has a probe attached (a lab device counting
 //! edges), so every toggle is a real level change on the board that the
