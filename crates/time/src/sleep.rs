@@ -53,6 +53,9 @@ pub(crate) fn sleep_until(at: Instant) -> Result<Instant, i32> {
 }
 
 fn timer_sleep(fd: libc::c_int, at: Instant) -> Result<Instant, i32> {
+    // An all-zero value would disarm the timer and the read below would never
+    // return; 1 ns is just as much in the past.
+    let at = Instant::from_ns(at.as_ns().max(1));
     let spec = libc::itimerspec { it_interval: timespec(Instant::ZERO), it_value: timespec(at) };
     // SAFETY: `spec` is a valid itimerspec; the old value may be null.
     if unsafe { libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) } != 0 {
@@ -95,9 +98,17 @@ mod tests {
             let woke = sleep_until(at).unwrap();
             assert!(woke >= at, "woke {} ns early", at.ns_since(woke));
         }
-        let t = now();
-        let woke = sleep_until(Instant::from_ns(1)).unwrap();
-        assert!(woke.ns_since(t) < 50_000_000);
+        for past in [Instant::from_ns(1), Instant::ZERO] {
+            // On a thread, so that a sleep that never ends fails the test
+            // instead of hanging it.
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let t = now();
+                let _ = tx.send(sleep_until(past).map(|woke| woke.ns_since(t)));
+            });
+            let took = rx.recv_timeout(std::time::Duration::from_secs(5));
+            assert!(matches!(took, Ok(Ok(ns)) if ns < 50_000_000), "sleep until {past:?}: {took:?}");
+        }
     }
 
     #[test]
