@@ -29,10 +29,10 @@
 //! wirespeed's figure spread over 1.005–1.013 in 14 runs with 50 slices and
 //! 1.0047–1.0094 in 13 runs with 200 (a placebo guard, a second copy of the
 //! unguarded code, read 0.995–1.004 with 50). What finer slicing cannot
-//! remove is the host: in a busier hour 11 runs with 200 slices read
-//! 1.006–1.027; in 6 runs of that hour that also took the median of the
-//! thread-CPU ratios, it equalled the wall one to 0.0002, so the guard's
-//! few instructions cost more then: it is not preemption. Much smaller slices start to measure each slice's
+//! remove is a run-to-run spread that is not preemption (another hour: 11
+//! runs read 1.006–1.027, and where taken the thread-CPU ratio equalled the
+//! wall one to 0.0002); "Placement" below is what was found of its cause.
+//! Much smaller slices start to measure each slice's
 //! warm-up (the request is made afresh per slice, so that all three guards
 //! drive the very same line).
 //!
