@@ -36,23 +36,23 @@
 //! warm-up (the request is made afresh per slice, so that all three guards
 //! drive the very same line).
 //!
-//! Placement: the figure also moved with where the stack and the code of
-//! each variant happened to land (see [`crate::placement`]): 10 runs read
-//! 0.9925–1.0114 with ASLR on, and a "guard" of one `nop` read 0.985–1.000
-//! against the unguarded loop in one build. So each slice group runs at the
-//! next of 16 stack offsets and, every 48 groups, the next of 8 copies of
-//! the loop at different code addresses (all three guards of a group at the
-//! same placement). With that, the one-`nop` guard read 0.9996–1.0000 in 6
-//! runs, and wirespeed's 1.0065–1.0092 in 18 runs of one build. What this
-//! does not remove: the build that added only these report fields read
-//! 1.012–1.046, and builds that differ only by a block of dead code
-//! (0/1,000/3,000/7,000 bytes) read 1.001–1.036, the same build moving
-//! between runs; the high readings go with a fast unguarded loop (35.5 ns
-//! per set against 41 ns), so the guard's stores cost ≈ 1.3 ns when the
-//! rest of the set runs without a stall and ≈ 0.2 ns when a stall hides
-//! them. Which placement (of heap lines, code or the vDSO page) sets that
-//! state is not found yet; a figure from one build and one run is only
-//! one sample of it.
+//! Placement: the figure also moved with where the stack, the code and
+//! the long-lived heap objects of the loop happened to land (see
+//! [`crate::placement`]): 10 runs read 0.9925–1.0114 with ASLR on; a
+//! "guard" of one `nop` read 0.985–1.000 against the unguarded loop in one
+//! build; builds that differed only by a block of dead code read
+//! 1.001–1.036; and one build read 0.979–1.039 from one process to the
+//! next, the high readings with a fast unguarded loop (36 ns per set
+//! against 41 ns). So each slice group runs at the next of 16 stack
+//! offsets, on the next of 7 rigs (lab chip, the stack's chip and the probe,
+//! each allocated behind a spacer of another size) and, every 48 groups,
+//! on the next of 8 copies of the loop at different code addresses; all
+//! three guards of a group at the same placement. With that, the one-`nop`
+//! guard read 0.9996–1.0000 (stack and code rotation), and wirespeed's guard
+//! 1.0048–1.0092 in 16 runs over four builds that differ by dead code, the
+//! unguarded loop at 36–42 ns per set in them: the guard's two stores and
+//! load cost ≈ 0.3 ns per set, the same whichever placement the process
+//! drew.
 //!
 //! The toggled line's pad has a probe attached (a lab device counting
 //! edges), so every toggle is a real level change on the board that the
@@ -63,7 +63,7 @@
 
 pub mod spi_cs;
 
-use crate::placement::{code_pad, with_offset, CODE_COPIES, OFFSETS};
+use crate::placement::{code_pad, spaced, with_offset, Spaced, CODE_COPIES, HEAP_PLACEMENTS, OFFSETS};
 use crate::stats::{mean, median, round, stddev};
 use crate::table::Table;
 use crate::usage::thread_cpu_ns;
@@ -217,15 +217,30 @@ fn measure<G: AccessGuard>(
     Ok(us)
 }
 
-/// Runs guard `which`'s slice of `toggles` on code copy `copy`.
-fn run_guard(
-    which: usize,
-    chip: &Chip,
-    hw: &GpioChip,
-    probe: Option<&Probe>,
-    toggles: u64,
-    copy: usize,
-) -> Result<Times, String> {
+/// The long-lived objects the loop works on: a lab chip, the stack's view
+/// of it and the probe on the toggled pad. Several are made, each at its
+/// own heap placement (see [`crate::placement`]).
+struct Rig {
+    hw: GpioChip,
+    chip: Chip,
+    probe: Option<Arc<Probe>>,
+}
+
+impl Rig {
+    fn new(lab: &Lab, probe: bool) -> Result<Rig, String> {
+        let hw = lab.gpio_chip(GpioChipConfig { lines: 8, ..GpioChipConfig::default() });
+        let chip = open(&hw).map_err(|e| format!("opening the lab chip: {e}"))?;
+        let probe = probe.then(|| Arc::new(Probe(AtomicU64::new(0))));
+        if let Some(p) = &probe {
+            hw.output_pin(LINE).connect(p.clone(), now());
+        }
+        Ok(Rig { hw, chip, probe })
+    }
+}
+
+/// Runs guard `which`'s slice of `toggles` on `rig`, code copy `copy`.
+fn run_guard(which: usize, rig: &Rig, toggles: u64, copy: usize) -> Result<Times, String> {
+    let (chip, hw, probe) = (&rig.chip, &rig.hw, rig.probe.as_deref());
     match which {
         // SAFETY: the bench never removes the chip while this request lives
         // (the request is dropped at the end of `measure`).
@@ -247,16 +262,13 @@ pub fn run(opts: &GpioOptions) -> Result<GpioReport, String> {
         opts.spi.validate()?;
     }
     let lab = Lab::new(LabConfig::default());
-    let hw = lab.gpio_chip(GpioChipConfig { lines: 8, ..GpioChipConfig::default() });
-    let chip = open(&hw).map_err(|e| format!("opening the lab chip: {e}"))?;
-    let probe = Arc::new(Probe(AtomicU64::new(0)));
-    if opts.probe {
-        hw.output_pin(LINE).connect(probe.clone(), now());
-    }
-    let probe_ref = opts.probe.then_some(&*probe);
-    // Warm-up: one short slice of each.
-    for g in 0..3 {
-        run_guard(g, &chip, &hw, probe_ref, opts.toggles.min(100_000), 0)?;
+    let rigs = (0..HEAP_PLACEMENTS).map(|k| spaced(k, || Rig::new(&lab, opts.probe))).collect::<Vec<Spaced<_>>>();
+    let rigs = rigs.iter().map(|r| r.value.as_ref().map_err(Clone::clone)).collect::<Result<Vec<&Rig>, String>>()?;
+    // Warm-up: one short slice of each guard on each rig.
+    for rig in &rigs {
+        for g in 0..3 {
+            run_guard(g, rig, opts.toggles.min(20_000), 0)?;
+        }
     }
     let slices = u64::from(opts.slices);
     let mut wall: [Vec<f64>; 3] = Default::default();
@@ -270,12 +282,13 @@ pub fn run(opts: &GpioOptions) -> Result<GpioReport, String> {
             // Slices split the pass's toggles exactly.
             let n = opts.toggles / slices + u64::from(s < opts.toggles % slices);
             let mut group = [0.0f64; 3];
-            // Order (turn % 3) and stack offset (turn % 16) go through all
-            // 48 pairs before the code copy moves on.
+            // Order (turn % 3), stack offset (turn % 16) and rig (turn % 7)
+            // go through all 336 triples; the code copy moves on every 48.
             let copy = turn / (3 * OFFSETS);
+            let rig = rigs[turn % HEAP_PLACEMENTS];
             for k in 0..3 {
                 let g = (turn + k) % 3;
-                let t = with_offset(turn, || run_guard(g, &chip, &hw, probe_ref, n, copy))?;
+                let t = with_offset(turn, || run_guard(g, rig, n, copy))?;
                 acc[g].wall_us += t.wall_us;
                 acc[g].cpu_us += t.cpu_us;
                 group[g] = t.wall_us;
@@ -341,7 +354,7 @@ impl GpioReport {
             "passes": self.options.passes,
             "slices": self.options.slices,
             "probe": self.options.probe,
-            "placements": { "stack_offsets": OFFSETS, "code_copies": CODE_COPIES },
+            "placements": { "stack_offsets": OFFSETS, "code_copies": CODE_COPIES, "heap_placements": HEAP_PLACEMENTS },
             "membarrier": self.membarrier,
             "none": self.none.to_json(),
             "interlock": self.interlock.to_json(),
@@ -367,11 +380,12 @@ impl GpioReport {
             ]);
         }
         let mut out = format!(
-            "gpio: {} passes of {} high/low toggles, guards interleaved in {} slices per pass over {} stack offsets x {} code copies (membarrier: {})\n{}",
+            "gpio: {} passes of {} high/low toggles, guards interleaved in {} slices per pass over {} stack offsets x {} rigs x {} code copies (membarrier: {})\n{}",
             self.options.passes,
             self.options.toggles,
             self.options.slices,
             OFFSETS,
+            HEAP_PLACEMENTS,
             CODE_COPIES,
             self.membarrier,
             t.render()

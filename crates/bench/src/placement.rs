@@ -15,11 +15,19 @@
 //!   unguarded loop in one build: the unguarded copy sat at an unlucky
 //!   address.
 //!
+//! - heap: with stack and code rotated, one build still read 0.979–1.006
+//!   from one process to the next within ten minutes: the objects the loop
+//!   touches (the lab chip's line, its pin, the probe) are allocated once
+//!   per process, so their addresses relative to the ones the variants
+//!   differ in (the handle's slot) were one draw per run.
+//!
 //! So a benchmark rotates, from one interleaved group of variants to the
 //! next, the stack offset ([`with_offset`]: the group runs below a pad of
-//! one of [`OFFSETS`] sizes) and the copy of its hot loop ([`code_pad`]:
-//! each of [`CODE_COPIES`] copies starts at a different address), the same
-//! offset and copy index for every variant of a group.
+//! one of [`OFFSETS`] sizes), the copy of its hot loop ([`code_pad`]:
+//! each of [`CODE_COPIES`] copies starts at a different address) and the
+//! set of long-lived objects it works on ([`spaced`]: [`HEAP_PLACEMENTS`]
+//! sets, each allocated behind a spacer of a different size), the same
+//! for every variant of a group.
 //!
 //! ```
 //! use wirespeed_bench::placement::{with_offset, OFFSETS};
@@ -75,6 +83,29 @@ fn padded<const N: usize>(f: &mut dyn FnMut()) {
     std::hint::black_box(&pad);
 }
 
+/// How many sets of long-lived objects a benchmark rotates through (see
+/// [`spaced`]). Prime, so that cycling it beside [`OFFSETS`] and a
+/// three-way order goes through every combination.
+pub const HEAP_PLACEMENTS: usize = 7;
+
+/// A value built right after a spacer allocation, kept alive with it.
+#[derive(Debug)]
+pub struct Spaced<T> {
+    /// The value.
+    pub value: T,
+    _spacer: Vec<u8>,
+}
+
+/// Builds `make()` behind a live spacer of `(k % HEAP_PLACEMENTS) × 528 + 16`
+/// bytes (528 = 512 + 16), so that the objects `make` allocates land at
+/// another offset within a 4 KiB page than those of another `k` (with an
+/// allocator that carves fresh memory in order, as glibc's does for
+/// objects allocated once at start-up).
+pub fn spaced<T>(k: usize, make: impl FnOnce() -> T) -> Spaced<T> {
+    let spacer = std::hint::black_box(vec![0u8; (k % HEAP_PLACEMENTS) * 528 + 16]);
+    Spaced { value: make(), _spacer: spacer }
+}
+
 /// How many copies of a hot loop a benchmark keeps (see [`code_pad`]).
 pub const CODE_COPIES: usize = 8;
 
@@ -107,6 +138,30 @@ mod tests {
     fn after_pad<const C: usize>() -> u32 {
         code_pad::<C>();
         std::hint::black_box(7)
+    }
+
+    /// Addresses of `HEAP_PLACEMENTS` boxes built with placement `k(i)`.
+    fn box_addresses(k: impl Fn(usize) -> usize) -> Vec<usize> {
+        let mut sets = Vec::with_capacity(HEAP_PLACEMENTS);
+        for i in 0..HEAP_PLACEMENTS {
+            sets.push(spaced(k(i), || Box::new([0u8; 200])));
+        }
+        sets.iter().map(|s| &*s.value as *const [u8; 200] as usize).collect()
+    }
+
+    #[test]
+    fn spaced_values_spread_over_more_page_offsets_than_same_spacers() {
+        let span = |a: &[usize]| a.iter().max().unwrap() - a.iter().min().unwrap();
+        let same = box_addresses(|_| 0);
+        let rotated = box_addresses(|i| i);
+        // The spacers add 528 × (0 + 1 + … + 6) bytes between the first
+        // and the last box: the boxes cover about three pages instead of
+        // a third of one.
+        assert!(span(&rotated) >= span(&same) + 8 * 1024, "same spacers {same:x?}, rotated {rotated:x?}");
+        let mut offsets: Vec<usize> = rotated.iter().map(|a| a % 4096).collect();
+        offsets.sort();
+        offsets.dedup();
+        assert_eq!(offsets.len(), HEAP_PLACEMENTS, "page offsets {offsets:?}");
     }
 
     #[test]

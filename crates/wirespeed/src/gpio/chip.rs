@@ -11,6 +11,10 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
 /// One request's state shared between its handle and the chip's remover.
+// One cache line holds all an access touches here: the slot the guard
+// writes and the backend pointer the access reads (repr(C): in this order,
+// at the start of a 128-byte-aligned block, so no other handle shares it).
+#[repr(C, align(128))]
 pub(crate) struct RequestShared {
     pub(crate) slot: Slot,
     pub(crate) backend: Guarded<Box<dyn RequestBackend>>,

@@ -15,6 +15,9 @@
 //!    non-zero means "removing" (or "no membarrier": take the slow path);
 //! 4. the access; 5. `slot.busy = false` (release store).
 //!
+//! The slot shares its cache line with the backend pointer that the access
+//! reads anyway, so the guard adds no line to an access's footprint.
+//!
 //! **Remover** ([`Chip::remove`](super::Chip::remove), or the backend telling
 //! the stack its device left): sets `REMOVING` in the chip's state and in
 //! every handle's `flags`, issues the *heavy* fence —
@@ -71,7 +74,7 @@ pub struct RemovalState {
 /// bits (a default slot would skip the fence on a system without membarrier).
 #[derive(Debug)]
 pub struct Slot {
-    line: CachePadded<SlotLine>,
+    line: SlotLine,
 }
 
 #[derive(Debug)]
@@ -97,7 +100,7 @@ impl RemovalState {
     /// A slot for a new handle of this chip, not in an access.
     pub fn new_slot(&self) -> Slot {
         let heavy = self.state.0.load(Ordering::Relaxed) & HEAVY;
-        Slot { line: CachePadded(SlotLine { busy: AtomicBool::new(false), flags: AtomicU8::new(heavy) }) }
+        Slot { line: SlotLine { busy: AtomicBool::new(false), flags: AtomicU8::new(heavy) } }
     }
 
     /// Whether removal has begun.
@@ -111,7 +114,7 @@ impl RemovalState {
     pub fn begin<'a>(&self, slots: impl IntoIterator<Item = &'a Slot>) -> bool {
         let old = self.state.0.fetch_or(REMOVING, Ordering::SeqCst);
         for s in slots {
-            s.line.0.flags.fetch_or(REMOVING, Ordering::Relaxed);
+            s.line.flags.fetch_or(REMOVING, Ordering::Relaxed);
         }
         asym::heavy();
         old & REMOVING == 0
@@ -119,7 +122,7 @@ impl RemovalState {
 
     /// Removal, step 2: waits until `slot` is not inside an access.
     pub fn drain_slot(&self, slot: &Slot) {
-        while slot.line.0.busy.load(Ordering::Acquire) {
+        while slot.line.busy.load(Ordering::Acquire) {
             spin_wait();
         }
     }
@@ -212,7 +215,7 @@ impl AccessGuard for Revocable {
 
     #[inline(always)]
     fn enter(slot: &Slot, _st: &RemovalState) -> bool {
-        let l = &slot.line.0;
+        let l = &slot.line;
         l.busy.store(true, Ordering::Relaxed);
         asym::light();
         let s = l.flags.load(Ordering::Relaxed);
@@ -224,14 +227,14 @@ impl AccessGuard for Revocable {
 
     #[inline(always)]
     fn exit(slot: &Slot, _st: &RemovalState) {
-        slot.line.0.busy.store(false, Ordering::Release);
+        slot.line.busy.store(false, Ordering::Release);
     }
 }
 
 #[cold]
 #[inline(never)]
 fn enter_slow(slot: &Slot, s: u8) -> bool {
-    let l = &slot.line.0;
+    let l = &slot.line;
     if s & REMOVING == 0 {
         // No asymmetric fence on this system: a full one, then look again.
         fence(Ordering::SeqCst);
