@@ -144,19 +144,43 @@ mod tests {
     fn box_addresses(k: impl Fn(usize) -> usize) -> Vec<usize> {
         let mut sets = Vec::with_capacity(HEAP_PLACEMENTS);
         for i in 0..HEAP_PLACEMENTS {
-            sets.push(spaced(k(i), || Box::new([0u8; 200])));
+            sets.push(spaced(k(i), || Box::new([0u8; 1000])));
         }
-        sets.iter().map(|s| &*s.value as *const [u8; 200] as usize).collect()
+        sets.iter().map(|s| &*s.value as *const [u8; 1000] as usize).collect()
+    }
+
+    /// Run by [`spaced_values_spread_over_more_page_offsets_than_same_spacers`]
+    /// in a fresh process: a benchmark places its rigs at start-up, on a
+    /// heap nothing has fragmented yet, which a test thread of a running
+    /// suite cannot have.
+    #[test]
+    #[ignore = "run by spaced_values_spread_over_more_page_offsets_than_same_spacers in a child process"]
+    fn print_box_addresses() {
+        let same = box_addresses(|_| 0);
+        let rotated = box_addresses(|i| i);
+        println!("SAME {same:?}");
+        println!("ROTATED {rotated:?}");
     }
 
     #[test]
     fn spaced_values_spread_over_more_page_offsets_than_same_spacers() {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let out = std::process::Command::new(exe)
+            .args(["placement::tests::print_box_addresses", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+            .output()
+            .expect("running the test binary again");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let list = |tag: &str| -> Vec<usize> {
+            let line = text
+                .lines()
+                .find_map(|l| l.split_once(tag).map(|(_, rest)| rest))
+                .unwrap_or_else(|| panic!("no {tag} in {text}"));
+            line.trim_matches(|c| c == ' ' || c == '[' || c == ']').split(", ").map(|n| n.parse().unwrap()).collect()
+        };
+        let (same, rotated) = (list("SAME "), list("ROTATED "));
         let span = |a: &[usize]| a.iter().max().unwrap() - a.iter().min().unwrap();
-        let same = box_addresses(|_| 0);
-        let rotated = box_addresses(|i| i);
         // The spacers add 528 × (0 + 1 + … + 6) bytes between the first
-        // and the last box: the boxes cover about three pages instead of
-        // a third of one.
+        // and the last box.
         assert!(span(&rotated) >= span(&same) + 8 * 1024, "same spacers {same:x?}, rotated {rotated:x?}");
         let mut offsets: Vec<usize> = rotated.iter().map(|a| a % 4096).collect();
         offsets.sort();
