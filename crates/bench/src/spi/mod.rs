@@ -8,7 +8,11 @@
 //!
 //! JSON keys: `classic` and `fast` (each `elapsed_us_per_msg`,
 //! `wire_us_per_msg`, `overhead_us_per_msg`, `bus_utilization`,
-//! `cs_to_clock_us`, `cs_high_gap_us`, `pump_wakeups_per_msg`,
+//! `cs_to_clock_us`, `cs_high_gap_us`, `pump_wakeups_per_msg` (the wake-ups
+//! the stack's signals caused: messages handed to the pump, a power-up
+//! after teardown), `pump_idle_timer_wakeups` (the pump's idle timer
+//! expiring during the rounds: a time-driven re-check, at most one per
+//! second of traffic with the default `idle_delay`, whatever the rate),
 //! `ctx_switches_per_msg`, `cpu_us_per_msg`), `overhead_ratio`,
 //! `prepared_speedup` (and `prepared_speedup_bound`: unprepared elapsed
 //! over wire time, the most that any preparation could gain at this size
@@ -73,6 +77,9 @@ pub struct PolicyFigures {
     pub cs_to_clock_us: f64,
     pub cs_high_gap_us: f64,
     pub pump_wakeups_per_msg: f64,
+    /// Idle-timer expiries of the pump during the rounds (per time, not
+    /// per message: at most one per `idle_delay` of traffic).
+    pub pump_idle_timer_wakeups: u64,
     pub ctx_switches_per_msg: f64,
     pub cpu_us_per_msg: f64,
 }
@@ -93,6 +100,7 @@ impl PolicyFigures {
             "cs_to_clock_us": r(self.cs_to_clock_us, 3),
             "cs_high_gap_us": r(self.cs_high_gap_us, 3),
             "pump_wakeups_per_msg": r(self.pump_wakeups_per_msg, 5),
+            "pump_idle_timer_wakeups": self.pump_idle_timer_wakeups,
             "ctx_switches_per_msg": r(self.ctx_switches_per_msg, 4),
             "cpu_us_per_msg": r(self.cpu_us_per_msg, 3),
         })
@@ -132,6 +140,7 @@ impl Series {
             cs_to_clock_us: cs.0,
             cs_high_gap_us: cs.1,
             pump_wakeups_per_msg: wakeups as f64 / msgs as f64,
+            pump_idle_timer_wakeups: self.rounds.iter().map(|r| r.pump_timer_wakeups).sum(),
             ctx_switches_per_msg: per(&|r| r.usage.ctx_switches as f64),
             cpu_us_per_msg: per(&|r| r.usage.cpu_ns as f64 / 1e3),
         }
@@ -308,6 +317,10 @@ impl SpiReport {
             self.prepared_speedup,
             self.prepared_speedup_bound(),
             self.fast.wire_us_per_msg
+        ));
+        out.push_str(&format!(
+            "pump idle-timer re-checks during the rounds (time-driven, not per message): classic {}, fast {}\n",
+            c.pump_idle_timer_wakeups, f.pump_idle_timer_wakeups
         ));
         let (su, sp) = self.software_us_per_msg;
         out.push_str(&format!(

@@ -41,6 +41,7 @@ pub struct Round {
     pub elapsed_ns: u64,
     pub usage: ProcessUsage,
     pub pump_wakeups: u64,
+    pub pump_timer_wakeups: u64,
 }
 
 /// How a round sends its messages.
@@ -57,6 +58,7 @@ pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedM
     let tx = vec![0xA5u8; size];
     let mut rx = vec![0u8; size];
     let wake0 = rig.bus.pump_wakeups();
+    let timer0 = rig.bus.pump_timer_wakeups();
     let u0 = ProcessUsage::now();
     let t0 = now();
     for _ in 0..msgs {
@@ -67,7 +69,13 @@ pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedM
         .map_err(|e| e.to_string())?;
     }
     let elapsed_ns = now().ns_since(t0);
-    Ok(Round { msgs, elapsed_ns, usage: ProcessUsage::now().since(u0), pump_wakeups: rig.bus.pump_wakeups() - wake0 })
+    Ok(Round {
+        msgs,
+        elapsed_ns,
+        usage: ProcessUsage::now().since(u0),
+        pump_wakeups: rig.bus.pump_wakeups() - wake0,
+        pump_timer_wakeups: rig.bus.pump_timer_wakeups() - timer0,
+    })
 }
 
 /// CS→clock and CS-high gap medians (µs) over `msgs` traced messages.

@@ -38,6 +38,7 @@ pub(crate) struct BusInner {
     /// Whether the pump is waiting on `pump_cv` (read and written under `queue`).
     pub pump_sleeping: AtomicBool,
     pub pump_wakeups: AtomicU64,
+    pub pump_timer_wakeups: AtomicU64,
     pub last_activity_ns: AtomicU64,
     pub powered: AtomicBool,
     pub teardowns: AtomicU64,
@@ -201,6 +202,7 @@ impl Bus {
             pump_cv: Condvar::new(),
             pump_sleeping: AtomicBool::new(false),
             pump_wakeups: AtomicU64::new(0),
+            pump_timer_wakeups: AtomicU64::new(0),
             last_activity_ns: AtomicU64::new(now().as_ns()),
             powered: AtomicBool::new(true),
             teardowns: AtomicU64::new(0),
@@ -233,10 +235,20 @@ impl Bus {
         self.inner.stats.snapshot()
     }
 
-    /// How many times the pump thread has been woken: by the stack's signals
-    /// (queued work, power-up after teardown) and by its idle timer.
+    /// How many times the stack has woken the pump thread with a signal:
+    /// for queued work, and on the first message after an idle teardown
+    /// (so that the pump re-arms its idle timer).
     pub fn pump_wakeups(&self) -> u64 {
         self.inner.pump_wakeups.load(Ordering::Relaxed)
+    }
+
+    /// How many times the pump's idle timer has expired: once per idle
+    /// period, plus, while messages keep coming, at most one re-check per
+    /// [`Policy::idle_delay`](super::Policy::idle_delay) whatever the message
+    /// rate (the timer is not re-armed per message, which would cost a
+    /// syscall each).
+    pub fn pump_timer_wakeups(&self) -> u64 {
+        self.inner.pump_timer_wakeups.load(Ordering::Relaxed)
     }
 
     /// How many times idle teardown powered the controller down.

@@ -119,7 +119,7 @@ fn run(inner: &BusInner) {
                     inner.pump_cv.wait_timeout(q, Duration::from_nanos(idle_at - t)).unwrap_or_else(|e| e.into_inner());
                 q = g;
                 if res.timed_out() {
-                    inner.pump_wakeups.fetch_add(1, Ordering::Relaxed);
+                    inner.pump_timer_wakeups.fetch_add(1, Ordering::Relaxed);
                 }
             } else {
                 inner.pump_sleeping.store(true, Ordering::Relaxed);
