@@ -35,7 +35,7 @@ use std::fmt;
 use std::io;
 use std::marker::PhantomData;
 use std::str::FromStr;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use crate::cpu_latency::CpuLatencyRequest;
 use crate::wake_margin::forget_wake_margins;
@@ -350,12 +350,8 @@ pub fn setup(options: &RealtimeOptions) -> RealtimeReport {
 /// The request [`setup`] takes: it lives until the process exits.
 static CPU_DMA_LATENCY: Mutex<Option<CpuLatencyRequest>> = Mutex::new(None);
 
-fn cpu_dma_latency() -> MutexGuard<'static, Option<CpuLatencyRequest>> {
-    CPU_DMA_LATENCY.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn hold_cpu_dma_latency_zero() -> io::Result<()> {
-    let mut held = cpu_dma_latency();
+    let mut held = CPU_DMA_LATENCY.lock().unwrap_or_else(|e| e.into_inner());
     if held.is_none() {
         *held = Some(CpuLatencyRequest::hold(0)?);
     }
