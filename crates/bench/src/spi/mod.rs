@@ -21,7 +21,7 @@
 //! software cost alone), `ablation` (`[{switch, overhead_us_per_msg}]`), and
 //! `async` (`{sync, async}` each `{bus_utilization, msgs_per_s}`).
 
-mod rig;
+pub mod rig;
 mod throughput;
 
 use crate::stats::{median, round as r};

@@ -1,4 +1,6 @@
-//! A bench rig: one lab with a WSPI block, a loopback on CS 0, and a bus.
+//! A bench rig: one lab with a WSPI block, a loopback on CS 0, and a bus;
+//! and [`round`], the back-to-back message loop every `spi` figure (and the
+//! `spi_message_cost` example's instruction count) is taken over.
 
 use wirespeed::backend::lab::LabSpi;
 use wirespeed::spi::{Bus, DeviceConfig, OwnedTransfer, Policy, PreparedMessage, SpiDevice, Transfer};
@@ -12,6 +14,7 @@ use crate::stats::median;
 use crate::usage::ProcessUsage;
 
 /// One lab and one bus run with one policy.
+#[derive(Debug)]
 pub struct Rig {
     _lab: Lab,
     pub block: SpiController,
