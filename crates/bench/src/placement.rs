@@ -13,8 +13,7 @@
 //!   256 runs read 1.0077 at the median but 0.989–1.035 at the extremes;
 //! - code: a "guard" that was one `nop` read 0.985–1.000 against the
 //!   unguarded loop in one build: the unguarded copy sat at an unlucky
-//!   address.
-//!
+//!   address;
 //! - heap: with stack and code rotated, one build still read 0.979–1.006
 //!   from one process to the next within ten minutes: the objects the loop
 //!   touches (the lab chip's line, its pin, the probe) are allocated once
