@@ -1,7 +1,9 @@
 //! E2 `spi`: back-to-back sync messages (seed 000's 72-bit status read),
 //! `classic` against `fast`, side by side; plus what each mechanism is worth.
 //!
-//! Every rig is its own lab with a loopback on CS 0 at the same clock.
+//! Every rig is its own lab with a loopback on CS 0 at the same clock;
+//! prepared and unprepared messages are sent over the same rig, so that the
+//! style is all that differs between them.
 //! Rounds of every policy are interleaved (A B A B …); per-message figures
 //! are medians over rounds. CS figures come from the lab's bus trace, as the
 //! seed's author read them from a scope.
@@ -122,8 +124,9 @@ pub struct SpiReport {
     pub throughput: Option<(throughput::Throughput, throughput::Throughput)>,
 }
 
+/// One style of message sent over one of the run's rigs, and its rounds.
 struct Series {
-    rig: Rig,
+    rig: usize,
     style: Style,
     rounds: Vec<Round>,
 }
@@ -155,45 +158,48 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
             o.size, o.msgs, o.rounds
         ));
     }
-    let mk_on = |p: Policy, style, instant: bool| -> Result<Series, String> {
-        Ok(Series { rig: Rig::new(p, o.hz, instant)?, style, rounds: Vec::new() })
-    };
-    let mk = |p: Policy, style| mk_on(p, style, false);
-    // 0 classic, 1 fast, 2 fast prepared, 3/4 the same two on an instant wire
-    // (software cost alone), then the ablation series.
+    // Rigs: 0 classic, 1 fast, 2 fast on an instant wire (software cost
+    // alone), then one per ablation switch. Prepared and unprepared messages
+    // share a rig, so that the style is the only difference between them.
+    let mut rigs = vec![Rig::new(Policy::classic(), o.hz, false)?, Rig::new(Policy::fast(), o.hz, false)?];
+    rigs.push(Rig::new(Policy::fast(), o.hz, true)?);
+    let on = |rig, style| Series { rig, style, rounds: Vec::new() };
+    // Series: 0 classic, 1 fast, 2 fast prepared, 3/4 the same two on the
+    // instant wire, then the ablation series.
     let mut series = vec![
-        mk(Policy::classic(), Style::Unprepared)?,
-        mk(Policy::fast(), Style::Unprepared)?,
-        mk(Policy::fast(), Style::Prepared)?,
-        mk_on(Policy::fast(), Style::Unprepared, true)?,
-        mk_on(Policy::fast(), Style::Prepared, true)?,
+        on(0, Style::Unprepared),
+        on(1, Style::Unprepared),
+        on(1, Style::Prepared),
+        on(2, Style::Unprepared),
+        on(2, Style::Prepared),
     ];
     if o.ablation {
         for s in Policy::SWITCHES {
             let mut p = Policy::fast();
             p.set(s, false);
-            series.push(mk(p, Style::Unprepared)?);
+            rigs.push(Rig::new(p, o.hz, false)?);
+            series.push(on(rigs.len() - 1, Style::Unprepared));
         }
     }
-    let actual_hz = f64::from(series[0].rig.bus.caps().actual_speed_hz(o.hz));
+    let actual_hz = f64::from(rigs[0].bus.caps().actual_speed_hz(o.hz));
     let wire_us = (o.size * 8) as f64 / actual_hz * 1e6;
     let per_round = (o.msgs / u64::from(o.rounds)).max(1);
-    let mut pms = series.iter().map(|s| s.rig.prepared(o.size)).collect::<Result<Vec<_>, _>>()?;
+    let mut pms = series.iter().map(|s| rigs[s.rig].prepared(o.size)).collect::<Result<Vec<_>, _>>()?;
     // Warm-up: first-touch costs (shards, caches, the wake-margin measurement) stay out of the rounds.
     for (s, pm) in series.iter().zip(pms.iter_mut()) {
-        round(&s.rig, s.style, o.size, 200, pm)?;
+        round(&rigs[s.rig], s.style, o.size, 200, pm)?;
     }
     // A B C … then … C B A: each series runs as often early as late in a round.
     for k in 0..o.rounds {
         let order: Vec<usize> =
             if k % 2 == 0 { (0..series.len()).collect() } else { (0..series.len()).rev().collect() };
         for i in order {
-            let rd = round(&series[i].rig, series[i].style, o.size, per_round, &mut pms[i])?;
+            let rd = round(&rigs[series[i].rig], series[i].style, o.size, per_round, &mut pms[i])?;
             series[i].rounds.push(rd);
         }
     }
-    let classic = series[0].figures(wire_us, traced_cs_figures(&series[0].rig, o.size, o.trace_msgs)?);
-    let fast = series[1].figures(wire_us, traced_cs_figures(&series[1].rig, o.size, o.trace_msgs)?);
+    let classic = series[0].figures(wire_us, traced_cs_figures(&rigs[0], o.size, o.trace_msgs)?);
+    let fast = series[1].figures(wire_us, traced_cs_figures(&rigs[1], o.size, o.trace_msgs)?);
     let prepared = series[2].figures(wire_us, (f64::NAN, f64::NAN));
     let soft_unprepared = series[3].figures(0.0, (f64::NAN, f64::NAN)).elapsed_us_per_msg;
     let soft_prepared = series[4].figures(0.0, (f64::NAN, f64::NAN)).elapsed_us_per_msg;
@@ -206,7 +212,8 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     } else {
         Vec::new()
     };
-    drop(series);
+    // The labs' threads stop before the throughput runs start theirs.
+    drop((series, pms, rigs));
     let throughput = if o.async_threads > 0 {
         let run = |mode| throughput::run(mode, o.async_threads, o.async_msgs, o.size, o.hz, o.async_window);
         let mut sync = Vec::new();
