@@ -159,10 +159,12 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
         ));
     }
     // Rigs: 0 classic, 1 fast, 2 fast on an instant wire (software cost
-    // alone), then one per ablation switch. Prepared and unprepared messages
-    // share a rig, so that the style is the only difference between them.
-    let mut rigs = vec![Rig::new(Policy::classic(), o.hz, false)?, Rig::new(Policy::fast(), o.hz, false)?];
-    rigs.push(Rig::new(Policy::fast(), o.hz, true)?);
+    // alone), then one per ablation switch.
+    let mut rigs = vec![
+        Rig::new(Policy::classic(), o.hz, false)?,
+        Rig::new(Policy::fast(), o.hz, false)?,
+        Rig::new(Policy::fast(), o.hz, true)?,
+    ];
     let on = |rig, style| Series { rig, style, rounds: Vec::new() };
     // Series: 0 classic, 1 fast, 2 fast prepared, 3/4 the same two on the
     // instant wire, then the ablation series.
