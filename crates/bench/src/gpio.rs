@@ -42,8 +42,9 @@
 //! "guard" of one `nop` read 0.985–1.000 against the unguarded loop in one
 //! build; builds that differed only by a block of dead code read
 //! 1.001–1.036; and one build read 0.979–1.039 from one process to the
-//! next, the high readings with a fast unguarded loop (36 ns per set
-//! against 41 ns). So each slice group runs at the next of 16 stack
+//! next (0.979–1.006 in full runs, as `placement` quotes, up to 1.039 in
+//! runs of 4 passes), the high readings with a fast unguarded loop (36 ns
+//! per set against 41 ns). So each slice group runs at the next of 16 stack
 //! offsets, on the next of 7 rigs (lab chip, the stack's chip and the probe,
 //! each allocated behind a spacer of another size) and, every 48 groups,
 //! on the next of 8 copies of the loop at different code addresses; all
