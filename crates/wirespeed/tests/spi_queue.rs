@@ -12,16 +12,19 @@ use wirespeed_lab::spi::SpiDeviceModel;
 use wirespeed_lab::{Lab, LabConfig};
 use wirespeed_time::Instant;
 
-/// Records the MOSI bytes of every CS window, in the order they hit the wire.
+/// Records the MOSI bytes of every CS window, in the order they hit the
+/// wire, and when each window opened.
 #[derive(Clone, Default)]
 struct Recorder {
     windows: Arc<Mutex<Vec<Vec<u8>>>>,
+    opened: Arc<Mutex<Vec<Instant>>>,
 }
 
 impl SpiDeviceModel for Recorder {
-    fn chip_select(&mut self, asserted: bool, _at: Instant) {
+    fn chip_select(&mut self, asserted: bool, at: Instant) {
         if asserted {
             self.windows.lock().unwrap().push(Vec::new());
+            self.opened.lock().unwrap().push(at);
         }
     }
     fn exchange(&mut self, mosi: u32, _bits: u8, _at: Instant) -> u32 {
@@ -87,16 +90,80 @@ fn hammer(policy: Policy, threads: u8, per_thread: u32) {
     assert!(s.queued > 0, "the test must exercise the queue");
 }
 
+/// Runs `hammer` with a watchdog: a message the pump lost leaves its caller
+/// waiting forever, which must fail the test, not hang it.
+fn hammer_or_fail(policy: Policy, threads: u8, per_thread: u32) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        hammer(policy, threads, per_thread);
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(Duration::from_secs(120)) {
+        Ok(()) => worker.join().unwrap(),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => std::panic::resume_unwind(worker.join().unwrap_err()),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("a caller still waits after 120 s: the pump lost a message")
+        }
+    }
+}
+
 #[test]
 fn handoff_between_caller_and_pump_keeps_every_message_once_and_in_order() {
     for round in 0..5 {
-        hammer(Policy::fast(), 4, 400 + round * 50);
+        hammer_or_fail(Policy::fast(), 4, 400 + round * 50);
     }
 }
 
 #[test]
 fn classic_handoff_keeps_order_too() {
-    hammer(Policy::classic(), 3, 200);
+    hammer_or_fail(Policy::classic(), 3, 200);
+}
+
+/// Queues three async messages behind a bus lock, lets the pump run them,
+/// and returns when each message's callback ran and when each message's CS
+/// window opened on the wire.
+fn completions_and_starts(policy: Policy) -> (Vec<Instant>, Vec<Instant>) {
+    let lab = Lab::new(LabConfig { instant_wire: false, ..LabConfig::default() });
+    let block = lab.spi_controller(Default::default());
+    let rec = Recorder::default();
+    block.attach(0, rec.clone());
+    let bus = Bus::new(LabSpi::new(block), policy);
+    let dev = bus.device(DeviceConfig::new(0, 1_000_000)).unwrap();
+    let done = Arc::new(Mutex::new(Vec::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let lock = dev.lock_bus();
+    for i in 0..3u8 {
+        let pm = dev.prepare(vec![OwnedTransfer::write(vec![i; 16])]).unwrap();
+        let (done, tx) = (done.clone(), tx.clone());
+        dev.submit_with(pm, move |_, r| {
+            r.unwrap();
+            done.lock().unwrap().push(wirespeed_time::now());
+            let _ = tx.send(());
+        });
+    }
+    drop(lock);
+    for _ in 0..3 {
+        rx.recv_timeout(Duration::from_secs(30)).expect("an async message never completed");
+    }
+    let done = done.lock().unwrap().clone();
+    let opened = rec.opened.lock().unwrap().clone();
+    (done, opened)
+}
+
+#[test]
+fn the_pipelined_pump_completes_a_message_while_the_next_one_shifts() {
+    let (done, opened) = completions_and_starts(Policy::fast());
+    assert_eq!((done.len(), opened.len()), (3, 3));
+    for k in 0..2 {
+        assert!(done[k] > opened[k + 1], "message {k} completed before message {} started", k + 1);
+    }
+    assert!(done[0] < done[1] && done[1] < done[2], "completions out of order");
+
+    let serial = Policy { pipelined_pump: false, ..Policy::fast() };
+    let (done, opened) = completions_and_starts(serial);
+    for k in 0..2 {
+        assert!(done[k] < opened[k + 1], "not pipelined: message {k} must complete before message {} starts", k + 1);
+    }
 }
 
 #[test]

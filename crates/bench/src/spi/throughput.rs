@@ -4,9 +4,11 @@
 //! because the next message can start as soon as one completes. Each thread
 //! sends its messages either with `run` (sync) or by keeping a window of
 //! prepared messages submitted (async); bus utilization is wire time over
-//! elapsed time.
+//! elapsed time. Async runs a third time with the pump's pipelining off
+//! (`pipelined_pump`), the one switch that acts only on queued messages.
 
 use super::rig::Rig;
+use crate::stats::median;
 use std::collections::VecDeque;
 use std::sync::Barrier;
 use wirespeed::spi::Policy;
@@ -28,9 +30,49 @@ pub struct Throughput {
     pub msgs_per_s: f64,
 }
 
+/// Sync, async, and async without the pump's pipelining, side by side.
+#[derive(Clone, Copy, Debug)]
+pub struct Comparison {
+    pub sync: Throughput,
+    pub async_: Throughput,
+    pub async_unpipelined: Throughput,
+}
+
+/// Runs the three ways `reps` times, interleaved; each figure is a median.
+pub fn compare(
+    reps: usize,
+    threads: usize,
+    msgs: usize,
+    size: usize,
+    hz: u32,
+    window: usize,
+) -> Result<Comparison, String> {
+    let unpipelined = Policy { pipelined_pump: false, ..Policy::fast() };
+    let ways = [(Mode::Sync, Policy::fast()), (Mode::Async, Policy::fast()), (Mode::Async, unpipelined)];
+    let mut runs: [Vec<Throughput>; 3] = Default::default();
+    for _ in 0..reps.max(1) {
+        for ((mode, policy), out) in ways.iter().zip(runs.iter_mut()) {
+            out.push(run(*mode, policy.clone(), threads, msgs, size, hz, window)?);
+        }
+    }
+    let med = |v: &[Throughput]| Throughput {
+        bus_utilization: median(&v.iter().map(|t| t.bus_utilization).collect::<Vec<_>>()),
+        msgs_per_s: median(&v.iter().map(|t| t.msgs_per_s).collect::<Vec<_>>()),
+    };
+    Ok(Comparison { sync: med(&runs[0]), async_: med(&runs[1]), async_unpipelined: med(&runs[2]) })
+}
+
 /// Runs `threads` threads, each sending `msgs` messages of `size` bytes.
-pub fn run(mode: Mode, threads: usize, msgs: usize, size: usize, hz: u32, window: usize) -> Result<Throughput, String> {
-    let rig = Rig::new(Policy::fast(), hz, false)?;
+pub fn run(
+    mode: Mode,
+    policy: Policy,
+    threads: usize,
+    msgs: usize,
+    size: usize,
+    hz: u32,
+    window: usize,
+) -> Result<Throughput, String> {
+    let rig = Rig::new(policy, hz, false)?;
     let start = Barrier::new(threads + 1);
     let t0 = std::thread::scope(|sc| -> Result<u64, String> {
         let mut handles = Vec::new();

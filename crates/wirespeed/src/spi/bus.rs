@@ -12,7 +12,7 @@
 //! queue empty. So every message submitted before a sync call from the same
 //! thread has completed before that call runs.
 
-use super::controller::{Controller, ControllerCaps};
+use super::controller::{Controller, ControllerCaps, InFlight};
 use super::device::DeviceConfig;
 use super::error::{InvalidMessage, SpiError};
 use super::exec::{ensure_powered, execute, BusHw, DeviceState, ExecCtx, MessageSource};
@@ -56,20 +56,24 @@ impl BusInner {
     }
 
     /// Runs a message with the bus held; handles power-up and activity
-    /// stamps. Returns the result and the instant the message ended.
+    /// stamps. `in_flight` runs while the message's first transfer shifts,
+    /// or before returning if none started. Returns the result and the
+    /// instant the message ended.
     pub(crate) fn run_locked<M: MessageSource + ?Sized>(
         &self,
         hw: &mut BusHw,
         dev: &DeviceState,
         msg: &mut M,
+        in_flight: &mut InFlight<'_>,
     ) -> (Result<(), SpiError>, Instant) {
         if ensure_powered(hw) {
             self.powered.store(true, Ordering::Release);
             // Once per idle period: the pump re-arms its idle timer.
             self.signal_pump();
         }
-        let r = execute(hw, dev, &self.ctx(), msg);
+        let r = execute(hw, dev, &self.ctx(), msg, in_flight);
         let end = now();
+        in_flight.run();
         self.last_activity_ns.store(end.as_ns(), Ordering::Relaxed);
         (r, end)
     }
@@ -101,7 +105,7 @@ impl BusInner {
             match self.hw.try_lock() {
                 Ok(mut hw) => {
                     if self.queue_len.load(Ordering::Acquire) == 0 {
-                        let (r, end) = self.run_locked(&mut hw, dev, msg);
+                        let (r, end) = self.run_locked(&mut hw, dev, msg, &mut InFlight::none());
                         drop(hw);
                         self.finish(t0, end, true, &r);
                         return r;

@@ -8,7 +8,9 @@
 //! [`set_cs`], [`transfer`]; if a GPIO chip select fails after a preload,
 //! [`discard_preload`] instead of [`transfer`]. The driver offers both completion modes; the
 //! core decides which to use (see [`Completion`]). A driver never sleeps
-//! except when told to wait on its interrupt.
+//! except when told to wait on its interrupt. Once the shifter runs, the
+//! driver calls [`InFlight::run`] before it waits: the core uses the wire
+//! time for work that does not touch the controller.
 //!
 //! # For users
 //! You do not call a controller yourself: hand it to [`Bus::new`](super::Bus::new).
@@ -110,6 +112,45 @@ pub struct TransferTiming {
     pub completed: Option<Instant>,
 }
 
+/// Work the core does while a transfer is on the wire: the pump thread
+/// completes the previous message and takes the next one from its queue.
+///
+/// A driver calls [`run`](InFlight::run) once the shifter has started and
+/// before it waits for completion. Whatever the driver leaves undone, the
+/// core runs after [`Controller::transfer`] returns, so a driver that never
+/// calls it is correct, only slower. The work never touches the controller;
+/// while it runs, the hardware keeps shifting (a master stalls SCLK when its
+/// TX FIFO runs empty or its RX FIFO is full, so nothing is lost).
+pub struct InFlight<'a> {
+    work: Option<&'a mut dyn FnMut()>,
+}
+
+impl<'a> InFlight<'a> {
+    /// Nothing to do while the wire shifts.
+    pub fn none() -> InFlight<'a> {
+        InFlight { work: None }
+    }
+
+    /// `work`, to run once while the wire shifts.
+    pub fn new(work: &'a mut dyn FnMut()) -> InFlight<'a> {
+        InFlight { work: Some(work) }
+    }
+
+    /// Runs the work if it has not run yet; later calls do nothing.
+    #[inline]
+    pub fn run(&mut self) {
+        if let Some(work) = self.work.take() {
+            work();
+        }
+    }
+}
+
+impl fmt::Debug for InFlight<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InFlight").field("pending", &self.work.is_some()).finish()
+    }
+}
+
 /// A controller fault during a transfer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ControllerFault {
@@ -145,7 +186,8 @@ pub trait Controller: Send + 'static {
     /// whose `preload` loads anything must implement it; the default does nothing.
     fn discard_preload(&mut self) {}
     /// Shifts `data` (of which `preloaded` words are already in the FIFO) and
-    /// waits for completion in the given mode, at most `timeout_ns`.
+    /// waits for completion in the given mode, at most `timeout_ns`. Calls
+    /// [`in_flight.run()`](InFlight::run) once the shifter has started.
     fn transfer(
         &mut self,
         data: &mut Data<'_>,
@@ -153,6 +195,7 @@ pub trait Controller: Send + 'static {
         preloaded: usize,
         completion: Completion,
         timeout_ns: u64,
+        in_flight: &mut InFlight<'_>,
     ) -> Result<TransferTiming, ControllerFault>;
     /// Powers the block up (waiting until it is ready) or down (idle teardown).
     fn set_power(&mut self, on: bool);

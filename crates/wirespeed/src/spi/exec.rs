@@ -4,7 +4,7 @@
 //!
 //! Chip select is always released when a transfer fails, whatever the policy.
 
-use super::controller::{Completion, Controller, ControllerCaps, ControllerFault};
+use super::controller::{Completion, Controller, ControllerCaps, ControllerFault, InFlight};
 use super::device::{ChipSelect, DeviceConfig};
 use super::error::{InvalidMessage, SpiError};
 use super::plan::{plan_step, Step};
@@ -169,11 +169,13 @@ pub(crate) fn release_held_cs(hw: &mut BusHw) -> Result<(), SpiError> {
 /// Runs `msg` for `dev`. The message was validated before anything reaches
 /// here; each step comes from `msg` (precomputed for prepared and inline-
 /// planned messages, planned again only for messages of more than 8 transfers).
+/// `in_flight` runs while the first transfer shifts, if one starts.
 pub(crate) fn execute<M: MessageSource + ?Sized>(
     hw: &mut BusHw,
     dev: &DeviceState,
     ctx: &ExecCtx<'_>,
     msg: &mut M,
+    in_flight: &mut InFlight<'_>,
 ) -> Result<(), SpiError> {
     let mut cs_active = hw.cs_held.as_ref().is_some_and(|h| h.device == dev.id);
     if !cs_active {
@@ -190,7 +192,7 @@ pub(crate) fn execute<M: MessageSource + ?Sized>(
             }
         }
     }
-    let result = run_steps(hw, dev, ctx, msg, &mut cs_active);
+    let result = run_steps(hw, dev, ctx, msg, &mut cs_active, in_flight);
     if result.is_err() && cs_active {
         if let Ok(t) = drive_cs(hw, &dev.cfg.cs, false, true) {
             dev.last_cs_off.store(t.as_ns(), Ordering::Relaxed);
@@ -206,6 +208,7 @@ fn run_steps<M: MessageSource + ?Sized>(
     ctx: &ExecCtx<'_>,
     msg: &mut M,
     cs_active: &mut bool,
+    in_flight: &mut InFlight<'_>,
 ) -> Result<(), SpiError> {
     let policy = ctx.policy;
     let cfg = &dev.cfg;
@@ -246,9 +249,9 @@ fn run_steps<M: MessageSource + ?Sized>(
         let completion = choose_completion(policy, &hw.caps, st.wire_ns, ctx.irq_cost);
         let timeout_ns = st.wire_ns.saturating_mul(4).saturating_add(200_000_000);
         let timing = if st.word_delay_ns > 0 {
-            run_word_by_word(hw, &mut data, &st, policy, timeout_ns)
+            run_word_by_word(hw, &mut data, &st, policy, timeout_ns, in_flight)
         } else {
-            hw.ctlr.transfer(&mut data, st.bits, preloaded, completion, timeout_ns)
+            hw.ctlr.transfer(&mut data, st.bits, preloaded, completion, timeout_ns, in_flight)
         }
         .map_err(|f| match f {
             ControllerFault::Timeout => SpiError::Timeout { index: i, waited_us: timeout_ns / 1_000 },
@@ -303,6 +306,7 @@ fn run_word_by_word(
     st: &Step,
     policy: &Policy,
     timeout_ns: u64,
+    in_flight: &mut InFlight<'_>,
 ) -> Result<super::controller::TransferTiming, ControllerFault> {
     let wb = super::plan::word_bytes(st.bits);
     let words = st.len / wb;
@@ -316,7 +320,7 @@ fn run_word_by_word(
             Data::Duplex(t, x) => Data::Duplex(&t[r.clone()], &mut x[r]),
             Data::InPlace(b) => Data::InPlace(&mut b[r]),
         };
-        let t = hw.ctlr.transfer(&mut one, st.bits, 0, Completion::Poll, timeout_ns)?;
+        let t = hw.ctlr.transfer(&mut one, st.bits, 0, Completion::Poll, timeout_ns, in_flight)?;
         let done = t.completed.unwrap_or_else(now);
         first.get_or_insert(t.started.unwrap_or(done));
         last = Some(done);

@@ -35,7 +35,7 @@ mod waits;
 mod wakeup;
 
 pub use bus::Bus;
-pub use controller::{ClockModel, Completion, Controller, ControllerCaps, ControllerFault, TransferTiming};
+pub use controller::{ClockModel, Completion, Controller, ControllerCaps, ControllerFault, InFlight, TransferTiming};
 pub use device::{ChipSelect, CsPin, DeviceConfig};
 pub use error::{InvalidMessage, SpiError};
 pub use policy::Policy;
@@ -177,7 +177,7 @@ impl BusLock<'_> {
         let inner = &self.dev.bus.inner;
         plan::validate(transfers, &self.dev.state.cfg, &inner.caps)?;
         let t0 = now();
-        let (r, end) = inner.run_locked(&mut self.hw, &self.dev.state, transfers);
+        let (r, end) = inner.run_locked(&mut self.hw, &self.dev.state, transfers, &mut InFlight::none());
         inner.finish(t0, end, true, &r);
         r
     }
@@ -187,7 +187,7 @@ impl BusLock<'_> {
         self.dev.check_owner(msg)?;
         let inner = &self.dev.bus.inner;
         let t0 = now();
-        let (r, end) = inner.run_locked(&mut self.hw, &self.dev.state, msg);
+        let (r, end) = inner.run_locked(&mut self.hw, &self.dev.state, msg, &mut InFlight::none());
         inner.finish(t0, end, true, &r);
         r
     }

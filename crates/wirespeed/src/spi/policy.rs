@@ -38,6 +38,13 @@ pub struct Policy {
     /// On: mode, clock and word size are written only when they change.
     /// Off: written for every transfer (`spi_imx_setupxfer`).
     pub skip_redundant_setup: bool,
+    /// On: while a queued message's first transfer is on the wire, the pump
+    /// takes the next one from the queue and completes the async message
+    /// before it (statistics, waking its waiter or running its callback), so
+    /// the bus waits for neither. Off: each message is completed, and the
+    /// next one taken, before the next one starts
+    /// (`spi_finalize_current_message`, then `__spi_pump_messages`).
+    pub pipelined_pump: bool,
     /// How long the bus stays idle before teardown (powering the controller down).
     pub idle_delay: Duration,
     /// Adaptive completion's threshold: `None` uses the measured cost of an
@@ -57,6 +64,7 @@ impl Policy {
             preload_fifo: true,
             adaptive_completion: true,
             skip_redundant_setup: true,
+            pipelined_pump: true,
             idle_delay: Duration::from_secs(1),
             poll_below_ns: None,
         }
@@ -72,13 +80,14 @@ impl Policy {
             preload_fifo: false,
             adaptive_completion: false,
             skip_redundant_setup: false,
+            pipelined_pump: false,
             idle_delay: Duration::from_secs(1),
             poll_below_ns: None,
         }
     }
 
     /// The names of the switches, for ablation and the CLI.
-    pub const SWITCHES: [&'static str; 7] = [
+    pub const SWITCHES: [&'static str; 8] = [
         "sync_in_caller",
         "quiet_pump",
         "lockfree_stats",
@@ -86,6 +95,7 @@ impl Policy {
         "preload_fifo",
         "adaptive_completion",
         "skip_redundant_setup",
+        "pipelined_pump",
     ];
 
     /// Sets one switch by name; false if there is no such switch.
@@ -98,6 +108,7 @@ impl Policy {
             "preload_fifo" => &mut self.preload_fifo,
             "adaptive_completion" => &mut self.adaptive_completion,
             "skip_redundant_setup" => &mut self.skip_redundant_setup,
+            "pipelined_pump" => &mut self.pipelined_pump,
             _ => return false,
         };
         *field = on;

@@ -4,16 +4,22 @@
 //! message if the controller is powered. It is woken by: an async submit, a
 //! sync message that found the bus busy, a power-up after teardown (once per
 //! idle period), and — only with `quiet_pump` off — after every message.
+//!
+//! It keeps the bus busy (`pipelined_pump`): while one message's first
+//! transfer is on the wire, it takes the next from the queue and completes
+//! the async message before it, so between two queued messages the bus
+//! waits for neither.
 
 use super::bus::BusInner;
+use super::controller::InFlight;
 use super::error::SpiError;
-use super::exec::{DeviceState, MessageSource};
+use super::exec::{BusHw, DeviceState, MessageSource};
 use super::prepared::AsyncJob;
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
-use wirespeed_time::now;
+use wirespeed_time::{now, Instant};
 
 /// A sync message waiting on the pump; lives on the caller's stack.
 pub(crate) struct SyncJob<'a> {
@@ -131,32 +137,95 @@ fn run(inner: &BusInner) {
         // Take the bus first, then jobs: see the ordering note in bus.rs.
         drop(q);
         let mut hw = inner.lock_hw();
-        q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
-        while let Some(job) = q.pop_front() {
-            inner.queue_len.fetch_sub(1, Ordering::AcqRel);
-            drop(q);
-            match job {
-                Job::IdleCheck => {}
-                Job::Sync(ptr) => {
-                    // SAFETY: see `unsafe impl Send for Job`.
-                    let sj = unsafe { ptr.as_ref() };
-                    // SAFETY: the message is exclusively ours until `done` is set.
-                    let msg = unsafe { &mut *sj.msg.as_ptr() };
-                    let (r, _) = inner.run_locked(&mut hw, sj.dev, msg);
-                    complete(Job::Sync(ptr), r);
-                }
-                Job::Async(mut aj) => {
-                    let t0 = aj.submitted;
-                    let (r, end) = inner.run_locked(&mut hw, &aj.dev, &mut aj.msg);
-                    inner.finish(t0, end, false, &r);
-                    aj.complete(r);
-                }
-            }
-            q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
-        }
-        drop(q);
+        drain_queue(inner, &mut hw);
         drop(hw);
         q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// A job that ran and waits to be completed.
+struct Ran {
+    job: Job,
+    result: Result<(), SpiError>,
+    end: Instant,
+}
+
+impl Ran {
+    fn complete(self, inner: &BusInner) {
+        if let Job::Async(aj) = &self.job {
+            inner.finish(aj.submitted, self.end, false, &self.result);
+        }
+        complete(self.job, self.result);
+    }
+}
+
+fn pop(inner: &BusInner) -> Option<Job> {
+    let job = inner.queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+    if job.is_some() {
+        inner.queue_len.fetch_sub(1, Ordering::AcqRel);
+    }
+    job
+}
+
+/// Runs queued jobs, the bus held, until the queue is empty; every job is
+/// completed before this returns. With `pipelined_pump`, the next job is
+/// taken from the queue while a job's first transfer is on the wire, and an
+/// async job is completed (statistics, waking its waiter or running its
+/// callback) only then, while the job after it shifts. A sync job is
+/// completed at once: its caller sends nothing more until it wakes, while an
+/// async submitter's next messages are queued already, so the bus need not
+/// wait for its wake-up.
+fn drain_queue(inner: &BusInner, hw: &mut BusHw) {
+    let pipelined = inner.policy.pipelined_pump;
+    let mut next = pop(inner);
+    let mut unfinished: Option<Ran> = None;
+    while let Some(job) = next.take() {
+        let ran = {
+            let mut overlap = || {
+                if let Some(done) = unfinished.take() {
+                    done.complete(inner);
+                }
+                next = pop(inner);
+            };
+            let mut in_flight = if pipelined { InFlight::new(&mut overlap) } else { InFlight::none() };
+            run_job(inner, hw, job, &mut in_flight)
+        };
+        if pipelined && matches!(ran.job, Job::Async(_)) {
+            unfinished = Some(ran);
+        } else {
+            ran.complete(inner);
+        }
+        if next.is_none() {
+            next = pop(inner);
+        }
+        if next.is_none() {
+            // Nothing to overlap with: complete now (its waiter or callback may send more).
+            if let Some(done) = unfinished.take() {
+                done.complete(inner);
+                next = pop(inner);
+            }
+        }
+    }
+}
+
+fn run_job(inner: &BusInner, hw: &mut BusHw, job: Job, in_flight: &mut InFlight<'_>) -> Ran {
+    match job {
+        Job::IdleCheck => {
+            in_flight.run();
+            Ran { job, result: Ok(()), end: now() }
+        }
+        Job::Sync(ptr) => {
+            // SAFETY: see `unsafe impl Send for Job`.
+            let sj = unsafe { ptr.as_ref() };
+            // SAFETY: the message is exclusively ours until `done` is set.
+            let msg = unsafe { &mut *sj.msg.as_ptr() };
+            let (result, end) = inner.run_locked(hw, sj.dev, msg, in_flight);
+            Ran { job, result, end }
+        }
+        Job::Async(mut aj) => {
+            let (result, end) = inner.run_locked(hw, &aj.dev, &mut aj.msg, in_flight);
+            Ran { job: Job::Async(aj), result, end }
+        }
     }
 }
 

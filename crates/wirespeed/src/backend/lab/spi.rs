@@ -6,7 +6,9 @@
 //! sleeping on the block's interrupt (RX-threshold interrupt, re-armed as the
 //! transfer proceeds).
 
-use crate::spi::{ClockModel, Completion, Controller, ControllerCaps, ControllerFault, Data, Mode, TransferTiming};
+use crate::spi::{
+    ClockModel, Completion, Controller, ControllerCaps, ControllerFault, Data, InFlight, Mode, TransferTiming,
+};
 use std::time::Duration;
 use wirespeed_lab::spi::{regs, SpiController};
 use wirespeed_time::{now, Deadline};
@@ -158,6 +160,7 @@ impl Controller for LabSpi {
         preloaded: usize,
         completion: Completion,
         timeout_ns: u64,
+        in_flight: &mut InFlight<'_>,
     ) -> Result<TransferTiming, ControllerFault> {
         let wb = word_bytes(bits);
         let n = data.len() / wb;
@@ -177,6 +180,7 @@ impl Controller for LabSpi {
         }
         let started = irq.then(now);
         self.block.write(regs::START, regs::START_GO);
+        in_flight.run();
         let deadline = Deadline::after_ns(timeout_ns);
         let mut popped = 0;
         let mut spins = 0u32;
