@@ -7,7 +7,7 @@ use common::{alloc_count, bench};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wirespeed::backend::lab::LabSpi;
-use wirespeed::spi::{Bus, DeviceConfig, OwnedTransfer, Policy, Transfer};
+use wirespeed::spi::{Bus, DeviceConfig, OwnedTransfer, Policy, SpiError, Transfer};
 use wirespeed_lab::spi::SpiDeviceModel;
 use wirespeed_lab::{Lab, LabConfig};
 use wirespeed_time::Instant;
@@ -312,4 +312,39 @@ fn prepared_messages_do_not_allocate_per_run() {
     let n = alloc_count::get() - before;
     assert_eq!(n, 0, "{n} allocations in 1000 prepared runs");
     assert_eq!(pm.rx(0).unwrap()[0], (999u32 % 256) as u8);
+}
+
+#[test]
+fn a_callback_gets_an_error_for_a_sync_call_to_its_own_bus_and_the_bus_carries_on() {
+    let b = bench(Policy::fast());
+    let dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let inner_dev = dev.clone();
+    let pm = dev.prepare(vec![OwnedTransfer::write(vec![1; 4])]).unwrap();
+    dev.submit_with(pm, move |_, r| {
+        r.unwrap();
+        let _ = tx.send(inner_dev.write(&[2; 4]));
+    });
+    let from_callback = rx.recv_timeout(Duration::from_secs(30)).expect("the callback never ran");
+    assert_eq!(from_callback, Err(SpiError::CalledFromCallback));
+    dev.write(&[3; 4]).unwrap();
+    let s = b.bus.stats();
+    assert_eq!((s.messages, s.bytes_tx), (2, 8), "the refused call must send nothing");
+}
+
+#[test]
+fn a_panicking_callback_does_not_stop_the_pump() {
+    let b = bench(Policy::fast());
+    let dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    let pm = dev.prepare(vec![OwnedTransfer::write(vec![1; 4])]).unwrap();
+    dev.submit_with(pm, |_, _| panic!("a user's callback panics (expected by this test)"));
+    let pm = dev.prepare(vec![OwnedTransfer::duplex(vec![7; 4])]).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let _ = tx.send(dev.submit(pm).wait());
+    });
+    let (pm, r) = rx.recv_timeout(Duration::from_secs(30)).expect("the pump died with the callback");
+    r.unwrap();
+    assert_eq!(pm.rx(0).unwrap(), &[7; 4][..]);
+    waiter.join().unwrap();
 }

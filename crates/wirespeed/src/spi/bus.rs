@@ -115,6 +115,9 @@ impl BusInner {
                 Err(TryLockError::WouldBlock) => {}
             }
         }
+        if pump::is_pump_of(self) {
+            return Err(SpiError::CalledFromCallback);
+        }
         let r = pump::sync_via_pump(self, dev, msg);
         self.finish(t0, now(), false, &r);
         r

@@ -144,6 +144,11 @@ pub enum SpiError {
     ChipSelect(String),
     /// The bus was shut down.
     BusGone,
+    /// A sync call (`sync`, `run`, `write`, …) from a
+    /// [`submit_with`](super::SpiDevice::submit_with) callback to its own
+    /// bus: the callback runs on that bus's pump thread, which would have to
+    /// finish the callback before it could run the message. Nothing was sent.
+    CalledFromCallback,
 }
 
 impl fmt::Display for SpiError {
@@ -156,6 +161,11 @@ impl fmt::Display for SpiError {
             SpiError::Controller { index, reason } => write!(f, "transfer {index}: controller fault: {reason}"),
             SpiError::ChipSelect(e) => write!(f, "chip select: {e}"),
             SpiError::BusGone => write!(f, "the SPI bus has been shut down"),
+            SpiError::CalledFromCallback => write!(
+                f,
+                "sync call from a completion callback of the same bus: it would wait for the thread running the \
+                 callback; submit the message (submit or submit_with) instead"
+            ),
         }
     }
 }

@@ -131,6 +131,13 @@ impl SpiDevice {
     }
 
     /// Queues a prepared message; `done` runs on the pump thread when it completes.
+    ///
+    /// `done` runs with the bus held, while the next queued message shifts:
+    /// keep it short. It may submit more messages (the usual way to keep a
+    /// stream going); a sync call to the same bus from it returns
+    /// [`SpiError::CalledFromCallback`], and it must not call
+    /// [`lock_bus`](SpiDevice::lock_bus) on that bus. A panic in `done` is
+    /// caught (the panic hook reports it) and the bus carries on.
     pub fn submit_with(
         &self,
         msg: PreparedMessage,
@@ -153,7 +160,9 @@ impl SpiDevice {
     }
 
     /// Takes the bus for an exclusive sequence: other devices' sync calls wait
-    /// and async submits queue until the returned guard is dropped.
+    /// and async submits queue until the returned guard is dropped. Not from
+    /// a [`submit_with`](SpiDevice::submit_with) callback of the same bus,
+    /// which runs with the bus held.
     pub fn lock_bus(&self) -> BusLock<'_> {
         BusLock { dev: self, hw: self.bus.inner.lock_hw() }
     }

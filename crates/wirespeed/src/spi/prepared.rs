@@ -223,7 +223,10 @@ pub(crate) struct AsyncJob {
 impl AsyncJob {
     pub(crate) fn complete(self, r: Result<(), SpiError>) {
         if let Some(cb) = self.callback {
-            cb(self.msg, r);
+            // A panicking callback must not take the pump thread, and every
+            // message queued after it, down with it; the panic hook has
+            // reported it.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(self.msg, r)));
             return;
         }
         let slot = self.msg.slot.clone();

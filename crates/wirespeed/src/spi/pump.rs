@@ -44,6 +44,16 @@ pub(crate) enum Job {
 // message it points to is only used by the pump in between.
 unsafe impl Send for Job {}
 
+thread_local! {
+    /// The bus whose pump runs on this thread (its address), 0 elsewhere.
+    static PUMP_OF: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether this thread is `inner`'s pump (running a completion callback).
+pub(crate) fn is_pump_of(inner: &BusInner) -> bool {
+    PUMP_OF.get() == std::ptr::from_ref(inner) as usize
+}
+
 /// Hands a sync message to the pump and waits for it.
 pub(crate) fn sync_via_pump<M: MessageSource + ?Sized>(
     inner: &BusInner,
@@ -53,6 +63,7 @@ pub(crate) fn sync_via_pump<M: MessageSource + ?Sized>(
     if inner.shutdown.load(Ordering::Acquire) {
         return Err(SpiError::BusGone);
     }
+
     let mut mref = MsgRef(msg);
     let job = SyncJob {
         dev,
@@ -99,6 +110,7 @@ pub(crate) fn spawn(inner: Arc<BusInner>) -> std::thread::JoinHandle<()> {
 }
 
 fn run(inner: &BusInner) {
+    PUMP_OF.set(std::ptr::from_ref(inner) as usize);
     let mut q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
     loop {
         if inner.shutdown.load(Ordering::Acquire) {
