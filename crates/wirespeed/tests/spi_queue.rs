@@ -348,3 +348,21 @@ fn a_panicking_callback_does_not_stop_the_pump() {
     assert_eq!(pm.rx(0).unwrap(), &[7; 4][..]);
     waiter.join().unwrap();
 }
+
+#[test]
+fn waiting_with_a_time_limit_returns_the_handle_until_the_message_is_done() {
+    let b = bench(Policy::fast());
+    // 64 bytes at 100 kHz: 5.12 ms on the wire, so a 100 µs wait cannot see it done.
+    let dev = b.bus.device(DeviceConfig::new(0, 100_000)).unwrap();
+    let pm = dev.prepare(vec![OwnedTransfer::duplex(vec![5; 64])]).unwrap();
+    let t0 = std::time::Instant::now();
+    let pending = match dev.submit(pm).wait_timeout(Duration::from_micros(100)) {
+        Ok(_) => panic!("a 5 ms message completed within 100 µs"),
+        Err(p) => p,
+    };
+    assert!(t0.elapsed() >= Duration::from_micros(100), "returned before its time limit");
+    let (pm, r) = pending.wait_timeout(Duration::from_secs(30)).expect("not done after 30 s");
+    r.unwrap();
+    assert!(t0.elapsed() >= Duration::from_micros(5_120), "done before its bits were shifted");
+    assert_eq!(pm.rx(0).unwrap(), &[5; 64][..]);
+}

@@ -242,7 +242,8 @@ impl AsyncJob {
     }
 }
 
-/// The handle of an async message: wait for it, or poll it.
+/// The handle of an async message: wait for it (with or without a time
+/// limit), or poll it.
 pub struct Pending {
     slot: Option<Arc<Slot>>,
 }
@@ -274,6 +275,30 @@ impl Pending {
             }
             st.waiting = true;
             st = slot.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Waits at most `timeout` for the message; returns it with its result,
+    /// or the handle back if it has not completed by then.
+    pub fn wait_timeout(mut self, timeout: std::time::Duration) -> Result<Finished, Pending> {
+        let deadline = std::time::Instant::now() + timeout;
+        let Some(slot) = self.slot.take() else {
+            return Err(self);
+        };
+        let mut st = slot.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(f) = st.done.take() {
+                st.waiting = false;
+                return Ok(f);
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                st.waiting = false;
+                drop(st);
+                return Err(Pending { slot: Some(slot) });
+            }
+            st.waiting = true;
+            st = slot.cv.wait_timeout(st, left).unwrap_or_else(|e| e.into_inner()).0;
         }
     }
 
