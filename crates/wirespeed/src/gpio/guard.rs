@@ -74,11 +74,6 @@ pub struct RemovalState {
 /// bits (a default slot would skip the fence on a system without membarrier).
 #[derive(Debug)]
 pub struct Slot {
-    line: SlotLine,
-}
-
-#[derive(Debug)]
-struct SlotLine {
     busy: AtomicBool,
     flags: AtomicU8,
 }
@@ -100,7 +95,7 @@ impl RemovalState {
     /// A slot for a new handle of this chip, not in an access.
     pub fn new_slot(&self) -> Slot {
         let heavy = self.state.0.load(Ordering::Relaxed) & HEAVY;
-        Slot { line: SlotLine { busy: AtomicBool::new(false), flags: AtomicU8::new(heavy) } }
+        Slot { busy: AtomicBool::new(false), flags: AtomicU8::new(heavy) }
     }
 
     /// Whether removal has begun.
@@ -114,7 +109,7 @@ impl RemovalState {
     pub fn begin<'a>(&self, slots: impl IntoIterator<Item = &'a Slot>) -> bool {
         let old = self.state.0.fetch_or(REMOVING, Ordering::SeqCst);
         for s in slots {
-            s.line.flags.fetch_or(REMOVING, Ordering::Relaxed);
+            s.flags.fetch_or(REMOVING, Ordering::Relaxed);
         }
         asym::heavy();
         old & REMOVING == 0
@@ -122,7 +117,7 @@ impl RemovalState {
 
     /// Removal, step 2: waits until `slot` is not inside an access.
     pub fn drain_slot(&self, slot: &Slot) {
-        while slot.line.busy.load(Ordering::Acquire) {
+        while slot.busy.load(Ordering::Acquire) {
             spin_wait();
         }
     }
@@ -215,10 +210,9 @@ impl AccessGuard for Revocable {
 
     #[inline(always)]
     fn enter(slot: &Slot, _st: &RemovalState) -> bool {
-        let l = &slot.line;
-        l.busy.store(true, Ordering::Relaxed);
+        slot.busy.store(true, Ordering::Relaxed);
         asym::light();
-        let s = l.flags.load(Ordering::Relaxed);
+        let s = slot.flags.load(Ordering::Relaxed);
         if s == 0 {
             return true;
         }
@@ -227,22 +221,21 @@ impl AccessGuard for Revocable {
 
     #[inline(always)]
     fn exit(slot: &Slot, _st: &RemovalState) {
-        slot.line.busy.store(false, Ordering::Release);
+        slot.busy.store(false, Ordering::Release);
     }
 }
 
 #[cold]
 #[inline(never)]
 fn enter_slow(slot: &Slot, s: u8) -> bool {
-    let l = &slot.line;
     if s & REMOVING == 0 {
         // No asymmetric fence on this system: a full one, then look again.
         fence(Ordering::SeqCst);
-        if l.flags.load(Ordering::Relaxed) & REMOVING == 0 {
+        if slot.flags.load(Ordering::Relaxed) & REMOVING == 0 {
             return true;
         }
     }
-    l.busy.store(false, Ordering::Release);
+    slot.busy.store(false, Ordering::Release);
     false
 }
 
