@@ -35,6 +35,7 @@ use super::plan::{plan_step, Step};
 use super::transfer::{Data, Transfer};
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 use wirespeed_time::Instant;
 
 #[derive(Debug)]
@@ -265,49 +266,44 @@ impl Pending {
     }
 
     /// Blocks until the message completes; returns it with its result.
-    pub fn wait(mut self) -> Finished {
-        let slot = self.slot.take().expect("a Pending is waited once");
-        let mut st = slot.state.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if let Some(f) = st.done.take() {
-                st.waiting = false;
-                return f;
-            }
-            st.waiting = true;
-            st = slot.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+    pub fn wait(self) -> Finished {
+        match self.wait_until(None) {
+            Ok(f) => f,
+            Err(_) => unreachable!("a wait without a deadline ends only when the message is done"),
         }
     }
 
     /// Waits at most `timeout` for the message; returns it with its result,
     /// or the handle back if it has not completed by then.
-    pub fn wait_timeout(mut self, timeout: std::time::Duration) -> Result<Finished, Pending> {
-        let deadline = std::time::Instant::now() + timeout;
-        let Some(slot) = self.slot.take() else {
-            return Err(self);
-        };
+    pub fn wait_timeout(self, timeout: Duration) -> Result<Finished, Pending> {
+        self.wait_until(Some(std::time::Instant::now() + timeout))
+    }
+
+    /// Returns the message if it has completed, else the handle back.
+    pub fn try_take(self) -> Result<Finished, Pending> {
+        self.wait_until(Some(std::time::Instant::now()))
+    }
+
+    /// Sleeps on the slot until the message is done or `deadline` passes.
+    fn wait_until(mut self, deadline: Option<std::time::Instant>) -> Result<Finished, Pending> {
+        let slot = self.slot.take().expect("a live Pending holds its slot");
         let mut st = slot.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(f) = st.done.take() {
                 st.waiting = false;
                 return Ok(f);
             }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
+            let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+            if left.is_some_and(|l| l.is_zero()) {
                 st.waiting = false;
                 drop(st);
                 return Err(Pending { slot: Some(slot) });
             }
             st.waiting = true;
-            st = slot.cv.wait_timeout(st, left).unwrap_or_else(|e| e.into_inner()).0;
-        }
-    }
-
-    /// Returns the message if it has completed, else the handle back.
-    pub fn try_take(self) -> Result<Finished, Pending> {
-        if self.is_done() {
-            Ok(self.wait())
-        } else {
-            Err(self)
+            st = match left {
+                None => slot.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
+                Some(left) => slot.cv.wait_timeout(st, left).unwrap_or_else(|e| e.into_inner()).0,
+            };
         }
     }
 }

@@ -63,7 +63,6 @@ pub(crate) fn sync_via_pump<M: MessageSource + ?Sized>(
     if inner.shutdown.load(Ordering::Acquire) {
         return Err(SpiError::BusGone);
     }
-
     let mut mref = MsgRef(msg);
     let job = SyncJob {
         dev,
