@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{alloc_count, bench};
+use common::{alloc_count, bench, within};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wirespeed::backend::lab::LabSpi;
@@ -90,21 +90,12 @@ fn hammer(policy: Policy, threads: u8, per_thread: u32) {
     assert!(s.queued > 0, "the test must exercise the queue");
 }
 
-/// Runs `hammer` with a watchdog: a message the pump lost leaves its caller
-/// waiting forever, which must fail the test, not hang it.
+/// `hammer` under a watchdog: a message the pump lost leaves its caller
+/// waiting forever.
 fn hammer_or_fail(policy: Policy, threads: u8, per_thread: u32) {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let worker = std::thread::spawn(move || {
-        hammer(policy, threads, per_thread);
-        let _ = tx.send(());
+    within(Duration::from_secs(120), "a caller still waits: the pump lost a message", move || {
+        hammer(policy, threads, per_thread)
     });
-    match rx.recv_timeout(Duration::from_secs(120)) {
-        Ok(()) => worker.join().unwrap(),
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => std::panic::resume_unwind(worker.join().unwrap_err()),
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-            panic!("a caller still waits after 120 s: the pump lost a message")
-        }
-    }
 }
 
 #[test]
@@ -339,14 +330,9 @@ fn a_panicking_callback_does_not_stop_the_pump() {
     let pm = dev.prepare(vec![OwnedTransfer::write(vec![1; 4])]).unwrap();
     dev.submit_with(pm, |_, _| panic!("a user's callback panics (expected by this test)"));
     let pm = dev.prepare(vec![OwnedTransfer::duplex(vec![7; 4])]).unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let _ = tx.send(dev.submit(pm).wait());
-    });
-    let (pm, r) = rx.recv_timeout(Duration::from_secs(30)).expect("the pump died with the callback");
+    let (pm, r) = within(Duration::from_secs(30), "the pump died with the callback", move || dev.submit(pm).wait());
     r.unwrap();
     assert_eq!(pm.rx(0).unwrap(), &[7; 4][..]);
-    waiter.join().unwrap();
 }
 
 #[test]

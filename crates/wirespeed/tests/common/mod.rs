@@ -4,6 +4,9 @@
 
 pub mod alloc_count;
 
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::Duration;
+
 use wirespeed::backend::lab::LabSpi;
 use wirespeed::spi::{Bus, Policy};
 use wirespeed_lab::devices::{Loopback, RegFile};
@@ -28,6 +31,21 @@ pub fn bench(policy: Policy) -> Bench {
     block.attach(1, regfile.clone());
     let bus = Bus::new(LabSpi::new(block.clone()), policy);
     Bench { lab, block, loopback, regfile, bus }
+}
+
+/// Runs `f` on its own thread and returns its result, or fails the test
+/// with `stuck` if it has not finished within `limit`: a lost wake-up must
+/// fail a test, not hang it.
+pub fn within<R: Send + 'static>(limit: Duration, stuck: &str, f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(r) => r,
+        Err(RecvTimeoutError::Disconnected) => std::panic::resume_unwind(worker.join().unwrap_err()),
+        Err(RecvTimeoutError::Timeout) => panic!("{stuck} (after {limit:?})"),
+    }
 }
 
 pub fn poll_policy() -> Policy {
