@@ -122,7 +122,7 @@ fn completions_and_starts(policy: Policy) -> (Vec<Instant>, Vec<Instant>) {
     let dev = bus.device(DeviceConfig::new(0, 1_000_000)).unwrap();
     let done = Arc::new(Mutex::new(Vec::new()));
     let (tx, rx) = std::sync::mpsc::channel();
-    let lock = dev.lock_bus();
+    let lock = dev.lock_bus().unwrap();
     for i in 0..3u8 {
         let pm = dev.prepare(vec![OwnedTransfer::write(vec![i; 16])]).unwrap();
         let (done, tx) = (done.clone(), tx.clone());
@@ -234,7 +234,7 @@ fn bus_lock_holds_off_others_and_queues_their_async_work() {
     let a = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
     let other = b.bus.device(DeviceConfig::new(1, 20_000_000)).unwrap();
     let order = Arc::new(Mutex::new(Vec::new()));
-    let mut lock = a.lock_bus();
+    let mut lock = a.lock_bus().unwrap();
     std::thread::scope(|sc| {
         let o2 = order.clone();
         let other2 = other.clone();
@@ -306,7 +306,7 @@ fn prepared_messages_do_not_allocate_per_run() {
 }
 
 #[test]
-fn a_callback_gets_an_error_for_a_sync_call_to_its_own_bus_and_the_bus_carries_on() {
+fn a_callback_gets_an_error_for_a_sync_call_or_bus_lock_on_its_own_bus_and_the_bus_carries_on() {
     let b = bench(Policy::fast());
     let dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -314,10 +314,12 @@ fn a_callback_gets_an_error_for_a_sync_call_to_its_own_bus_and_the_bus_carries_o
     let pm = dev.prepare(vec![OwnedTransfer::write(vec![1; 4])]).unwrap();
     dev.submit_with(pm, move |_, r| {
         r.unwrap();
-        let _ = tx.send(inner_dev.write(&[2; 4]));
+        let sync = inner_dev.write(&[2; 4]);
+        let lock = inner_dev.lock_bus().map(drop);
+        let _ = tx.send((sync, lock));
     });
-    let from_callback = rx.recv_timeout(Duration::from_secs(30)).expect("the callback never ran");
-    assert_eq!(from_callback, Err(SpiError::CalledFromCallback));
+    let from_callback = rx.recv_timeout(Duration::from_secs(30)).expect("the callback never ran (or hung in it)");
+    assert_eq!(from_callback, (Err(SpiError::CalledFromCallback), Err(SpiError::CalledFromCallback)));
     dev.write(&[3; 4]).unwrap();
     let s = b.bus.stats();
     assert_eq!((s.messages, s.bytes_tx), (2, 8), "the refused call must send nothing");

@@ -144,10 +144,11 @@ pub enum SpiError {
     ChipSelect(String),
     /// The bus was shut down.
     BusGone,
-    /// A sync call (`sync`, `run`, `write`, …) from a
+    /// A sync call (`sync`, `run`, `write`, …) or `lock_bus` from a
     /// [`submit_with`](super::SpiDevice::submit_with) callback to its own
-    /// bus: the callback runs on that bus's pump thread, which would have to
-    /// finish the callback before it could run the message. Nothing was sent.
+    /// bus: the callback runs on that bus's pump thread with the bus held,
+    /// which would have to finish the callback before it could run the
+    /// message or give up the bus. Nothing was sent.
     CalledFromCallback,
 }
 
@@ -163,8 +164,8 @@ impl fmt::Display for SpiError {
             SpiError::BusGone => write!(f, "the SPI bus has been shut down"),
             SpiError::CalledFromCallback => write!(
                 f,
-                "sync call from a completion callback of the same bus: it would wait for the thread running the \
-                 callback; submit the message (submit or submit_with) instead"
+                "sync call or bus lock from a completion callback of the same bus: it would wait for the thread \
+                 running the callback; submit the message (submit or submit_with) instead"
             ),
         }
     }

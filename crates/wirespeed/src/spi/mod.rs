@@ -134,9 +134,8 @@ impl SpiDevice {
     ///
     /// `done` runs with the bus held, while the next queued message shifts:
     /// keep it short. It may submit more messages (the usual way to keep a
-    /// stream going); a sync call to the same bus from it returns
-    /// [`SpiError::CalledFromCallback`], and it must not call
-    /// [`lock_bus`](SpiDevice::lock_bus) on that bus. A panic in `done` is
+    /// stream going); a sync call or [`lock_bus`](SpiDevice::lock_bus) on the
+    /// same bus from it returns [`SpiError::CalledFromCallback`]. A panic in `done` is
     /// caught (the panic hook reports it) and the bus carries on.
     pub fn submit_with(
         &self,
@@ -160,11 +159,32 @@ impl SpiDevice {
     }
 
     /// Takes the bus for an exclusive sequence: other devices' sync calls wait
-    /// and async submits queue until the returned guard is dropped. Not from
-    /// a [`submit_with`](SpiDevice::submit_with) callback of the same bus,
-    /// which runs with the bus held.
-    pub fn lock_bus(&self) -> BusLock<'_> {
-        BusLock { dev: self, hw: self.bus.inner.lock_hw() }
+    /// and async submits queue until the returned guard is dropped.
+    ///
+    /// From a [`submit_with`](SpiDevice::submit_with) callback of the same
+    /// bus it returns [`SpiError::CalledFromCallback`]: the callback runs
+    /// with the bus held, so the lock could never be granted.
+    ///
+    /// ```
+    /// # use wirespeed::spi::{Bus, DeviceConfig, Policy, Transfer};
+    /// # use wirespeed::backend::lab::LabSpi;
+    /// # use wirespeed_lab::{Lab, LabConfig, devices::Loopback};
+    /// # let lab = Lab::new(LabConfig::default());
+    /// # let block = lab.spi_controller(Default::default());
+    /// # block.attach(0, Loopback::new());
+    /// # let dev = Bus::new(LabSpi::new(block), Policy::fast()).device(DeviceConfig::new(0, 20_000_000))?;
+    /// let mut lock = dev.lock_bus()?;
+    /// // e.g. a flash's write enable and the page program it guards, with no other device in between
+    /// lock.sync(&mut [Transfer::write(&[0x06])])?;
+    /// lock.sync(&mut [Transfer::write(&[0x02, 0x00, 0x10, 0x00, 0xAB])])?;
+    /// drop(lock);
+    /// # Ok::<(), wirespeed::spi::SpiError>(())
+    /// ```
+    pub fn lock_bus(&self) -> Result<BusLock<'_>, SpiError> {
+        if pump::is_pump_of(&self.bus.inner) {
+            return Err(SpiError::CalledFromCallback);
+        }
+        Ok(BusLock { dev: self, hw: self.bus.inner.lock_hw() })
     }
 }
 
