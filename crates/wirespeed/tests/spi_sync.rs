@@ -172,3 +172,24 @@ fn a_held_cs_released_by_another_device_still_keeps_its_inactive_time() {
     let gap = w[1].asserted_at.ns_since(w[0].deasserted_at.unwrap());
     assert!(gap >= 20_000, "CS 0 inactive for {gap} ns after its release by another device; 20 µs required");
 }
+
+#[test]
+fn a_transfer_longer_than_one_controller_burst_is_sent_whole_under_one_chip_select() {
+    use wirespeed::backend::lab::LabSpi;
+    use wirespeed::spi::Bus;
+    use wirespeed_lab::devices::Loopback;
+    use wirespeed_lab::{Lab, LabConfig};
+    // The WSPI block shifts at most 2^24 − 1 words per burst (XFERLEN is 24 bits).
+    let lab = Lab::new(LabConfig { instant_wire: true, ..LabConfig::default() });
+    let block = lab.spi_controller(Default::default());
+    let lb = Loopback::new();
+    block.attach(0, lb.clone());
+    let bus = Bus::new(LabSpi::new(block), Policy::fast());
+    let dev = bus.device(DeviceConfig::new(0, 50_000_000)).unwrap();
+    let n = (1 << 24) + 5;
+    let tx = pattern(n, 7);
+    let mut rx = vec![0u8; n];
+    dev.sync(&mut [Transfer::duplex(&tx, &mut rx)]).unwrap();
+    assert!(rx == tx, "data across the burst boundary came back wrong");
+    assert_eq!((lb.words(), lb.selects()), (n as u64, 1));
+}

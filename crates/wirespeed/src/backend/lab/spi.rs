@@ -9,6 +9,7 @@
 use crate::spi::{
     ClockModel, Completion, Controller, ControllerCaps, ControllerFault, Data, InFlight, Mode, TransferTiming,
 };
+use std::ops::Range;
 use std::time::Duration;
 use wirespeed_lab::spi::{regs, SpiController};
 use wirespeed_time::{now, Deadline};
@@ -23,6 +24,10 @@ pub struct LabSpi {
     preloaded: usize,
     words_buf: Vec<u32>,
 }
+
+/// The most words one burst can shift (`XFERLEN` is 24 bits wide); longer
+/// transfers run as several bursts with CS held.
+const MAX_BURST_WORDS: usize = 0xFF_FFFF;
 
 fn word_bytes(bits: u8) -> usize {
     usize::from(bits.div_ceil(8)).next_power_of_two()
@@ -100,89 +105,38 @@ impl LabSpi {
         self.block.write_fifo(&self.words_buf);
     }
 
-    fn drain(&self, data: &mut Data<'_>, from: usize, count: usize, wb: usize) {
-        for i in from..from + count {
-            let w = self.block.read(regs::RXDATA);
-            match data {
-                Data::Read(b) | Data::InPlace(b) => rx_store(b, i, wb, w),
-                Data::Duplex(_, r) => rx_store(r, i, wb, w),
-                Data::Write(_) => {}
-            }
-        }
-    }
-}
-
-impl Controller for LabSpi {
-    fn caps(&self) -> &ControllerCaps {
-        &self.caps
-    }
-
-    fn configure(&mut self, mode: Mode, speed_hz: u32, bits: u8) {
-        let (cpol, cpha) = mode.bits();
-        let mut ctrl = regs::CTRL_EN | (u32::from(bits.clamp(1, 32) - 1) << regs::CTRL_BPW_SHIFT);
-        if cpol {
-            ctrl |= regs::CTRL_CPOL;
-        }
-        if cpha {
-            ctrl |= regs::CTRL_CPHA;
-        }
-        self.block.write(regs::CTRL, ctrl);
-        self.block.write(regs::CLKDIV, self.caps.divider(speed_hz));
-    }
-
-    fn set_cs(&mut self, cs: u8, active: bool) {
-        let v = u32::from(cs) & regs::CS_LINE_MASK | if active { regs::CS_ASSERT } else { 0 };
-        self.block.write(regs::CS, v);
-    }
-
-    fn preload(&mut self, data: &Data<'_>, bits: u8) -> usize {
-        let wb = word_bytes(bits);
-        let words = data.len() / wb;
-        let n = words.min(self.depth(wb));
-        self.block.write(regs::XFERLEN, words as u32);
-        self.push(tx_of(data), 0, n, wb);
-        self.preloaded = n;
-        n
-    }
-
-    fn discard_preload(&mut self) {
-        if self.preloaded > 0 {
-            // Nothing is shifting (no START since the preload): RESET only empties the FIFOs.
-            self.block.write(regs::RESET, 1);
-            self.preloaded = 0;
-        }
-    }
-
-    fn transfer(
+    /// Shifts words `words` of `data` as one burst (at most
+    /// [`MAX_BURST_WORDS`]); the first `preloaded` of them are already in the
+    /// TX FIFO.
+    #[allow(clippy::too_many_arguments)]
+    fn burst(
         &mut self,
         data: &mut Data<'_>,
-        bits: u8,
+        words: Range<usize>,
+        wb: usize,
         preloaded: usize,
         completion: Completion,
-        timeout_ns: u64,
+        deadline: Deadline,
         in_flight: &mut InFlight<'_>,
     ) -> Result<TransferTiming, ControllerFault> {
-        let wb = word_bytes(bits);
-        let n = data.len() / wb;
+        let (from, n) = (words.start, words.end);
         let depth = self.depth(wb);
-        let mut pushed = preloaded.min(self.preloaded);
-        self.preloaded = 0;
-        if pushed == 0 {
-            self.block.write(regs::XFERLEN, n as u32);
-            let first = n.min(depth);
-            self.push(tx_of(data), 0, first, wb);
+        let mut pushed = from + preloaded;
+        if preloaded == 0 {
+            self.block.write(regs::XFERLEN, (n - from) as u32);
+            let first = (from + depth).min(n);
+            self.push(tx_of(data), from, first, wb);
             pushed = first;
         }
         let irq = completion == Completion::Irq;
         if irq {
-            self.block.write(regs::RXTHR, n.min(depth / 2).max(1) as u32);
+            self.block.write(regs::RXTHR, (n - from).min(depth / 2).max(1) as u32);
             self.block.write(regs::IRQEN, regs::IRQ_RXTH);
         }
         let started = irq.then(now);
         self.block.write(regs::START, regs::START_GO);
         in_flight.run();
-        let deadline = Deadline::after_ns(timeout_ns);
-        let mut popped = 0;
+        let mut popped = from;
         let mut spins = 0u32;
         while popped < n {
             if irq && !self.block.irq().wait(Some(Duration::from_nanos(deadline.remaining_ns()))) {
@@ -230,6 +184,87 @@ impl Controller for LabSpi {
             self.block.write(regs::IRQEN, 0);
         }
         Ok(TransferTiming { started, completed: irq.then(now) })
+    }
+
+    fn drain(&self, data: &mut Data<'_>, from: usize, count: usize, wb: usize) {
+        for i in from..from + count {
+            let w = self.block.read(regs::RXDATA);
+            match data {
+                Data::Read(b) | Data::InPlace(b) => rx_store(b, i, wb, w),
+                Data::Duplex(_, r) => rx_store(r, i, wb, w),
+                Data::Write(_) => {}
+            }
+        }
+    }
+}
+
+impl Controller for LabSpi {
+    fn caps(&self) -> &ControllerCaps {
+        &self.caps
+    }
+
+    fn configure(&mut self, mode: Mode, speed_hz: u32, bits: u8) {
+        let (cpol, cpha) = mode.bits();
+        let mut ctrl = regs::CTRL_EN | (u32::from(bits.clamp(1, 32) - 1) << regs::CTRL_BPW_SHIFT);
+        if cpol {
+            ctrl |= regs::CTRL_CPOL;
+        }
+        if cpha {
+            ctrl |= regs::CTRL_CPHA;
+        }
+        self.block.write(regs::CTRL, ctrl);
+        self.block.write(regs::CLKDIV, self.caps.divider(speed_hz));
+    }
+
+    fn set_cs(&mut self, cs: u8, active: bool) {
+        let v = u32::from(cs) & regs::CS_LINE_MASK | if active { regs::CS_ASSERT } else { 0 };
+        self.block.write(regs::CS, v);
+    }
+
+    fn preload(&mut self, data: &Data<'_>, bits: u8) -> usize {
+        let wb = word_bytes(bits);
+        let words = (data.len() / wb).min(MAX_BURST_WORDS);
+        let n = words.min(self.depth(wb));
+        self.block.write(regs::XFERLEN, words as u32);
+        self.push(tx_of(data), 0, n, wb);
+        self.preloaded = n;
+        n
+    }
+
+    fn discard_preload(&mut self) {
+        if self.preloaded > 0 {
+            // Nothing is shifting (no START since the preload): RESET only empties the FIFOs.
+            self.block.write(regs::RESET, 1);
+            self.preloaded = 0;
+        }
+    }
+
+    fn transfer(
+        &mut self,
+        data: &mut Data<'_>,
+        bits: u8,
+        preloaded: usize,
+        completion: Completion,
+        timeout_ns: u64,
+        in_flight: &mut InFlight<'_>,
+    ) -> Result<TransferTiming, ControllerFault> {
+        let wb = word_bytes(bits);
+        let n = data.len() / wb;
+        let deadline = Deadline::after_ns(timeout_ns);
+        let mut preloaded = preloaded.min(self.preloaded);
+        self.preloaded = 0;
+        let mut timing = TransferTiming { started: None, completed: None };
+        let mut from = 0;
+        // CS stays active between bursts: a longer transfer only pauses SCLK.
+        while from < n {
+            let to = (from + MAX_BURST_WORDS).min(n);
+            let burst = self.burst(data, from..to, wb, preloaded, completion, deadline, in_flight)?;
+            timing.started = timing.started.or(burst.started);
+            timing.completed = burst.completed;
+            preloaded = 0;
+            from = to;
+        }
+        Ok(timing)
     }
 
     fn set_power(&mut self, on: bool) {
