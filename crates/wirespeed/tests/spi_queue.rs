@@ -7,7 +7,7 @@ use common::{alloc_count, bench, within};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wirespeed::backend::lab::LabSpi;
-use wirespeed::spi::{Bus, DeviceConfig, OwnedTransfer, Policy, SpiError, Transfer};
+use wirespeed::spi::{Bus, DeviceConfig, InvalidMessage, OwnedTransfer, Policy, SpiError, Transfer};
 use wirespeed_lab::spi::SpiDeviceModel;
 use wirespeed_lab::{Lab, LabConfig};
 use wirespeed_time::Instant;
@@ -353,4 +353,24 @@ fn waiting_with_a_time_limit_returns_the_handle_until_the_message_is_done() {
     r.unwrap();
     assert!(t0.elapsed() >= Duration::from_micros(5_120), "done before its bits were shifted");
     assert_eq!(pm.rx(0).unwrap(), &[5; 64][..]);
+}
+
+#[test]
+fn a_prepared_message_runs_only_on_the_device_it_was_prepared_for() {
+    // Two buses: the first device of each would share a per-bus number.
+    let a = bench(Policy::fast());
+    let b = bench(Policy::fast());
+    let fast = a.bus.device(DeviceConfig::new(0, 50_000_000)).unwrap();
+    let slow_same_bus = a.bus.device(DeviceConfig::new(1, 1_000_000)).unwrap();
+    let slow_other_bus = b.bus.device(DeviceConfig::new(0, 1_000_000)).unwrap();
+    let mut pm = fast.prepare(vec![OwnedTransfer::write(vec![0xAA; 8])]).unwrap();
+    for dev in [&slow_same_bus, &slow_other_bus] {
+        assert_eq!(dev.run(&mut pm), Err(SpiError::Invalid(InvalidMessage::WrongDevice)));
+        let (back, result) = dev.submit(pm).wait();
+        assert_eq!(result, Err(SpiError::Invalid(InvalidMessage::WrongDevice)));
+        pm = back;
+    }
+    assert_eq!((b.loopback.words(), a.regfile.accesses()), (0, 0), "a refused message sends nothing");
+    fast.run(&mut pm).unwrap();
+    assert_eq!(a.loopback.words(), 8);
 }

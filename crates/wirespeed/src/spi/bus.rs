@@ -43,8 +43,11 @@ pub(crate) struct BusInner {
     pub powered: AtomicBool,
     pub teardowns: AtomicU64,
     pub shutdown: AtomicBool,
-    next_device_id: AtomicU64,
 }
+
+/// Device ids are unique in the process, not per bus, so that a prepared
+/// message can never pass for another bus's device with the same number.
+static NEXT_DEVICE_ID: AtomicU64 = AtomicU64::new(1);
 
 impl BusInner {
     pub(crate) fn ctx(&self) -> ExecCtx<'_> {
@@ -214,7 +217,6 @@ impl Bus {
             powered: AtomicBool::new(true),
             teardowns: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
-            next_device_id: AtomicU64::new(1),
         });
         let thread = pump::spawn(inner.clone());
         Bus { _owner: Arc::new(PumpOwner { inner: inner.clone(), thread: Some(thread) }), inner }
@@ -223,7 +225,7 @@ impl Bus {
     /// A device on this bus. Fails if the controller cannot serve its settings.
     pub fn device(&self, cfg: DeviceConfig) -> Result<SpiDevice, InvalidMessage> {
         super::plan::check_device(&cfg, &self.inner.caps)?;
-        let id = self.inner.next_device_id.fetch_add(1, Ordering::Relaxed);
+        let id = NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed);
         Ok(SpiDevice::new(self.clone(), DeviceState { id, cfg, last_cs_off: Arc::new(AtomicU64::new(0)) }))
     }
 
