@@ -5,7 +5,7 @@ mod common;
 
 use common::{alloc_count, bench};
 use embedded_hal::spi::{Operation, SpiBus, SpiDevice};
-use wirespeed::spi::{ChipSelect, DeviceConfig, Policy};
+use wirespeed::spi::{ChipSelect, DeviceConfig, InvalidMessage, Policy, SpiError};
 use wirespeed_lab::trace::cs_windows;
 
 /// A generic driver for a register chip with the lab register file's protocol
@@ -77,4 +77,47 @@ fn spi_bus_without_chip_select_and_no_allocation_per_transaction() {
         dev.transaction(&mut [Operation::Write(&[1, 2]), Operation::DelayNs(100), Operation::Read(&mut buf)]).unwrap();
     }
     assert_eq!(alloc_count::get() - before, 0, "an embedded-hal transaction allocated");
+}
+
+#[test]
+fn empty_operations_send_nothing_and_keep_the_delays_around_them() {
+    let b = bench(Policy::fast());
+    let mut dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    // Zero-length buffers are allowed by the traits, on either side or both.
+    SpiBus::transfer(&mut dev, &mut [], &[]).unwrap();
+    let mut rx = [0u8; 2];
+    dev.transaction(&mut [Operation::Transfer(&mut [], &[]), Operation::Transfer(&mut rx, &[5, 6])]).unwrap();
+    assert_eq!(rx, [5, 6]);
+
+    // A delay before an empty last operation still runs, with CS active.
+    b.block.trace_start(1 << 10);
+    dev.transaction(&mut [Operation::Write(&[1, 2]), Operation::DelayNs(300_000), Operation::Read(&mut [])]).unwrap();
+    let w = cs_windows(&b.block.trace_take());
+    assert_eq!(w.len(), 1);
+    let held = w[0].deasserted_at.unwrap().ns_since(w[0].last_clock.unwrap());
+    assert!(held >= 300_000, "the trailing DelayNs was dropped: CS released {held} ns after the last clock");
+}
+
+#[test]
+fn a_transaction_of_delays_only_is_a_chip_select_pulse_as_long_as_they_are() {
+    let b = bench(Policy::fast());
+    let mut dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    b.block.trace_start(1 << 10);
+    // A wake-up pulse: CS low for 200 µs, no clocks.
+    dev.transaction(&mut [Operation::DelayNs(150_000), Operation::Write(&[]), Operation::DelayNs(50_000)]).unwrap();
+    let w = cs_windows(&b.block.trace_take());
+    assert_eq!(w.len(), 1, "one CS window per transaction, even with no data");
+    assert_eq!((w[0].line, w[0].words), (0, 0));
+    let width = w[0].deasserted_at.unwrap().ns_since(w[0].asserted_at);
+    assert!(width >= 200_000, "CS pulse of {width} ns for 200 µs of DelayNs");
+}
+
+#[test]
+fn errors_name_the_operation_as_the_caller_wrote_the_list() {
+    let b = bench(Policy::fast());
+    let mut dev = b.bus.device(DeviceConfig::new(0, 20_000_000).bits_per_word(16)).unwrap();
+    // Operations 0 and 1 make no step; operation 2 is 3 bytes of 16-bit words.
+    let r = dev.transaction(&mut [Operation::DelayNs(10), Operation::Write(&[]), Operation::Write(&[1, 2, 3])]);
+    assert_eq!(r, Err(SpiError::Invalid(InvalidMessage::PartialWord { index: 2, len: 3, word_bytes: 2 })));
+    assert_eq!(b.loopback.selects(), 0, "nothing is sent for an invalid transaction");
 }

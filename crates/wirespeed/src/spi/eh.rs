@@ -3,8 +3,11 @@
 //! on wirespeed unmodified.
 //!
 //! A transaction becomes one message with CS held throughout; `DelayNs`
-//! operations become waits between transfers (to the nanosecond, by deadline)
-//! with CS still active. Nothing is allocated per transaction.
+//! operations become waits between transfers (to the nanosecond, by deadline,
+//! summed in 64 bits) with CS still active. A transaction that moves no data
+//! still selects the device for as long as its delays (a CS pulse). Errors
+//! name the operation by its index in the list. Nothing is allocated per
+//! transaction.
 //! A transfer whose read and write buffers differ in length becomes a
 //! full-duplex part plus a read-only or write-only rest (the shorter side is
 //! padded with zeros or its extra bytes discarded, as the trait specifies).
@@ -42,44 +45,72 @@ enum Part {
     Head(usize),
     ReadTail(usize),
     WriteTail(usize),
+    /// No data at all: the one step of a transaction that only waits, run
+    /// as a CS window as long as its delays.
+    Window,
 }
 
-struct Ops<'o, 'b> {
-    ops: &'o mut [Operation<'b, u8>],
-}
-
-impl Ops<'_, '_> {
-    /// Calls `f(op_index, part, delay_before)` for every transfer step in order.
-    fn walk(&self, mut f: impl FnMut(usize, Part, u32) -> bool) {
-        let mut delay = 0u32;
-        for (i, op) in self.ops.iter().enumerate() {
-            let parts: [Option<Part>; 2] = match op {
-                Operation::DelayNs(ns) => {
-                    delay = delay.saturating_add(*ns);
-                    [None, None]
-                }
-                Operation::Transfer(r, w) if r.len() != w.len() => {
-                    let n = r.len().min(w.len());
-                    let head = (n > 0).then_some(Part::Head(n));
-                    let tail = if r.len() > w.len() { Part::ReadTail(n) } else { Part::WriteTail(n) };
-                    [head, Some(tail)]
-                }
-                Operation::Read([]) | Operation::Write([]) | Operation::TransferInPlace([]) => [None, None],
-                _ => [Some(Part::Whole), None],
-            };
-            for p in parts.into_iter().flatten() {
-                if !f(i, p, delay) {
-                    return;
-                }
-                delay = 0;
+/// Calls `f(op_index, part, delay_before_ns)` for every transfer step in
+/// order, until `f` returns false; returns the delay after the last step.
+fn walk(ops: &[Operation<'_, u8>], mut f: impl FnMut(usize, Part, u64) -> bool) -> u64 {
+    let mut delay = 0u64;
+    for (i, op) in ops.iter().enumerate() {
+        let parts: [Option<Part>; 2] = match op {
+            Operation::DelayNs(ns) => {
+                delay = delay.saturating_add(u64::from(*ns));
+                [None, None]
             }
+            Operation::Transfer(r, w) if r.len() != w.len() => {
+                let n = r.len().min(w.len());
+                let head = (n > 0).then_some(Part::Head(n));
+                let tail = if r.len() > w.len() { Part::ReadTail(n) } else { Part::WriteTail(n) };
+                [head, Some(tail)]
+            }
+            Operation::Read([])
+            | Operation::Write([])
+            | Operation::TransferInPlace([])
+            | Operation::Transfer([], []) => [None, None],
+            _ => [Some(Part::Whole), None],
+        };
+        for p in parts.into_iter().flatten() {
+            if !f(i, p, delay) {
+                return 0;
+            }
+            delay = 0;
         }
     }
+    delay
+}
 
-    fn locate(&self, idx: usize) -> (usize, Part, u32) {
+/// An operation list as a message: its transfer steps, or one empty CS
+/// window if it moves no data.
+struct Ops<'o, 'b> {
+    ops: &'o mut [Operation<'b, u8>],
+    /// Steps that move data (0: the message is one [`Part::Window`]).
+    data_steps: usize,
+    /// Delay after the last step (trailing `DelayNs` operations, including
+    /// those before empty operations at the end).
+    trailing_ns: u64,
+}
+
+impl<'o, 'b> Ops<'o, 'b> {
+    fn new(ops: &'o mut [Operation<'b, u8>]) -> Self {
+        let mut data_steps = 0;
+        let trailing_ns = walk(ops, |_, _, _| {
+            data_steps += 1;
+            true
+        });
+        Ops { ops, data_steps, trailing_ns }
+    }
+
+    /// Step `idx`: its operation, part and delay before it.
+    fn locate(&self, idx: usize) -> (usize, Part, u64) {
+        if self.data_steps == 0 {
+            return (0, Part::Window, 0);
+        }
         let mut seen = 0;
         let mut found = (0, Part::Whole, 0);
-        self.walk(|i, p, d| {
+        walk(self.ops, |i, p, d| {
             if seen == idx {
                 found = (i, p, d);
                 return false;
@@ -90,21 +121,20 @@ impl Ops<'_, '_> {
         found
     }
 
-    /// Delay after the last transfer (trailing `DelayNs` operations).
-    fn trailing_delay(&self) -> u32 {
-        let mut d = 0u32;
-        for op in self.ops.iter().rev() {
-            match op {
-                Operation::DelayNs(ns) => d = d.saturating_add(*ns),
-                _ => break,
-            }
+    /// Reports an executor error by operation index, as the caller wrote
+    /// the list, rather than by step.
+    fn by_operation(&self, e: SpiError) -> SpiError {
+        match e {
+            SpiError::Timeout { index, waited_us } => SpiError::Timeout { index: self.locate(index).0, waited_us },
+            SpiError::Controller { index, reason } => SpiError::Controller { index: self.locate(index).0, reason },
+            other => other,
         }
-        d
     }
 }
 
 fn data_of<'a>(op: &'a mut Operation<'_, u8>, part: Part) -> Data<'a> {
     match (op, part) {
+        (_, Part::Window) | (Operation::DelayNs(_), _) => Data::Write(&[]),
         (Operation::Read(b), _) => Data::Read(b),
         (Operation::Write(b), _) => Data::Write(b),
         (Operation::TransferInPlace(b), _) => Data::InPlace(b),
@@ -112,44 +142,40 @@ fn data_of<'a>(op: &'a mut Operation<'_, u8>, part: Part) -> Data<'a> {
         (Operation::Transfer(r, w), Part::Head(n)) => Data::Duplex(&w[..n], &mut r[..n]),
         (Operation::Transfer(r, _), Part::ReadTail(n)) => Data::Read(&mut r[n..]),
         (Operation::Transfer(_, w), Part::WriteTail(n)) => Data::Write(&w[n..]),
-        (Operation::DelayNs(_), _) => Data::Write(&[]),
     }
 }
 
 impl MessageSource for Ops<'_, '_> {
     fn count(&self) -> usize {
-        let mut n = 0;
-        self.walk(|_, _, _| {
-            n += 1;
-            true
-        });
-        n
+        self.data_steps.max(1)
     }
 
     fn step(&self, i: usize, dev: &DeviceConfig, caps: &ControllerCaps) -> Result<Step, InvalidMessage> {
         let (op, part, delay_before) = self.locate(i);
-        // Planning needs only lengths; a shared view of the op is enough.
-        let len = match (&self.ops[op], part) {
-            (Operation::Read(b), _) => b.len(),
-            (Operation::Write(b), _) => b.len(),
-            (Operation::TransferInPlace(b), _) => b.len(),
-            (Operation::Transfer(r, _), Part::Whole) => r.len(),
-            (Operation::Transfer(_, _), Part::Head(n)) => n,
-            (Operation::Transfer(r, _), Part::ReadTail(n)) => r.len() - n,
-            (Operation::Transfer(_, w), Part::WriteTail(n)) => w.len() - n,
-            (Operation::DelayNs(_), _) => 0,
+        let mut st = if let Part::Window = part {
+            Step { bits: dev.bits_per_word, speed_hz: dev.speed_hz, ..Step::EMPTY }
+        } else {
+            // Planning needs only lengths; a shared view of the op is enough.
+            let len = match (&self.ops[op], part) {
+                (Operation::Transfer(_, _), Part::Head(n)) => n,
+                (Operation::Transfer(r, _), Part::ReadTail(n)) => r.len() - n,
+                (Operation::Transfer(_, w), Part::WriteTail(n)) => w.len() - n,
+                (Operation::Read(b), _) => b.len(),
+                (Operation::Write(b), _) => b.len(),
+                (Operation::TransferInPlace(b), _) => b.len(),
+                (Operation::Transfer(r, _), _) => r.len(),
+                (Operation::DelayNs(_), _) => 0,
+            };
+            let (tx, rx) = match (&self.ops[op], part) {
+                (Operation::Read(_), _) | (_, Part::ReadTail(_)) => (false, true),
+                (Operation::Write(_), _) | (_, Part::WriteTail(_)) => (true, false),
+                _ => (true, true),
+            };
+            Step { tx, rx, ..plan_shape(op, len, 0, 0, dev, caps)? }
         };
-        let (tx, rx) = match (&self.ops[op], part) {
-            (Operation::Read(_), _) | (_, Part::ReadTail(_)) => (false, true),
-            (Operation::Write(_), _) | (_, Part::WriteTail(_)) => (true, false),
-            _ => (true, true),
-        };
-        let mut st = plan_shape(i, len, 0, 0, dev, caps)?;
-        st.tx = tx;
-        st.rx = rx;
         st.delay_before_ns = delay_before;
         if i + 1 == self.count() {
-            st.delay_after_ns = self.trailing_delay();
+            st.delay_after_ns = self.trailing_ns;
         }
         Ok(st)
     }
@@ -161,19 +187,18 @@ impl MessageSource for Ops<'_, '_> {
 }
 
 impl spi::SpiDevice<u8> for SpiDevice {
+    /// Runs `operations` as one message with CS active from before the first
+    /// to after the last; a list that moves no data (delays only, or empty
+    /// buffers) still selects the device for as long as its delays.
+    /// Errors name the operation (its index in `operations`).
     fn transaction(&mut self, operations: &mut [Operation<'_, u8>]) -> Result<(), SpiError> {
-        let mut ops = Ops { ops: operations };
-        let n = ops.count();
-        if n == 0 {
-            // Only delays (or nothing): honour them; no CS window is needed.
-            super::waits::wait_until(wirespeed_time::Deadline::after_ns(u64::from(ops.trailing_delay())));
-            return Ok(());
-        }
+        let mut ops = Ops::new(operations);
         let caps = &self.bus().inner.caps;
-        for i in 0..n {
+        for i in 0..ops.count() {
             ops.step(i, self.config(), caps)?;
         }
-        self.bus().inner.sync(&self.state, &mut ops)
+        let result = self.bus().inner.sync(&self.state, &mut ops);
+        result.map_err(|e| ops.by_operation(e))
     }
 }
 
@@ -191,6 +216,9 @@ impl spi::SpiBus<u8> for SpiDevice {
         SpiDevice::write(self, words)
     }
     fn transfer(&mut self, read: &mut [u8], write: &[u8]) -> Result<(), SpiError> {
+        if read.is_empty() && write.is_empty() {
+            return Ok(());
+        }
         spi::SpiDevice::transaction(self, &mut [Operation::Transfer(read, write)])
     }
     fn transfer_in_place(&mut self, words: &mut [u8]) -> Result<(), SpiError> {
@@ -201,5 +229,38 @@ impl spi::SpiBus<u8> for SpiDevice {
     }
     fn flush(&mut self) -> Result<(), SpiError> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_add_up_beyond_u32_and_land_on_the_step_after_them() {
+        let mut rx = [0u8; 1];
+        let mut list = [
+            Operation::Write(&[1]),
+            Operation::DelayNs(u32::MAX),
+            Operation::Write(&[]),
+            Operation::DelayNs(u32::MAX),
+            Operation::Read(&mut rx),
+            Operation::DelayNs(7),
+            Operation::TransferInPlace(&mut []),
+            Operation::DelayNs(5),
+        ];
+        let ops = Ops::new(&mut list);
+        assert_eq!(ops.count(), 2);
+        let (op, _, before) = ops.locate(1);
+        assert_eq!((op, before), (4, 2 * u64::from(u32::MAX)));
+        assert_eq!(ops.trailing_ns, 12, "delays around a trailing empty operation both count");
+    }
+
+    #[test]
+    fn a_list_without_data_is_one_window_as_long_as_its_delays() {
+        let mut list = [Operation::DelayNs(3), Operation::Transfer(&mut [], &[]), Operation::DelayNs(4)];
+        let ops = Ops::new(&mut list);
+        assert_eq!((ops.count(), ops.trailing_ns), (1, 7));
+        assert!(matches!(ops.locate(0), (0, Part::Window, 0)));
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! Chip select is always released when a transfer fails, whatever the policy.
 
-use super::controller::{Completion, Controller, ControllerCaps, ControllerFault, InFlight};
+use super::controller::{Completion, Controller, ControllerCaps, ControllerFault, InFlight, TransferTiming};
 use super::device::{ChipSelect, DeviceConfig};
 use super::error::{InvalidMessage, SpiError};
 use super::plan::{plan_step, Step};
@@ -123,10 +123,11 @@ fn drive_cs(hw: &mut BusHw, cs: &ChipSelect, active: bool, stamp: bool) -> Resul
     Ok(if stamp { now() } else { Instant::ZERO })
 }
 
-fn wait_or_delay(policy: &Policy, from: Instant, ns: u32) {
+fn wait_or_delay(policy: &Policy, from: Instant, ns: impl Into<u64>) {
+    let ns = ns.into();
     if policy.cs_deadlines {
         if ns > 0 {
-            wait_until(Deadline::after_ns_from(from, u64::from(ns)));
+            wait_until(Deadline::after_ns_from(from, ns));
         }
     } else {
         classic_delay_ns(ns);
@@ -224,7 +225,7 @@ fn run_steps<M: MessageSource + ?Sized>(
         let mut data = msg.data(i);
         let mut preloaded = 0;
         if !*cs_active {
-            if policy.preload_fifo && st.word_delay_ns == 0 {
+            if policy.preload_fifo && st.word_delay_ns == 0 && st.len > 0 {
                 preloaded = hw.ctlr.preload(&data, st.bits);
             }
             if policy.cs_deadlines && cfg.cs_inactive_ns > 0 {
@@ -248,7 +249,10 @@ fn run_steps<M: MessageSource + ?Sized>(
         }
         let completion = choose_completion(policy, &hw.caps, st.wire_ns, ctx.irq_cost);
         let timeout_ns = st.wire_ns.saturating_mul(4).saturating_add(200_000_000);
-        let timing = if st.word_delay_ns > 0 {
+        let timing = if st.len == 0 {
+            // A CS window with no data (an embedded-hal transaction of delays only).
+            Ok(TransferTiming { started: None, completed: None })
+        } else if st.word_delay_ns > 0 {
             run_word_by_word(hw, &mut data, &st, policy, timeout_ns, in_flight)
         } else {
             hw.ctlr.transfer(&mut data, st.bits, preloaded, completion, timeout_ns, in_flight)
@@ -262,7 +266,9 @@ fn run_steps<M: MessageSource + ?Sized>(
         {
             ctx.irq_cost.observe(done.ns_since(started.add_ns(st.wire_ns)));
         }
-        ctx.stats.transfer(st.tx, st.rx, st.len);
+        if st.len > 0 {
+            ctx.stats.transfer(st.tx, st.rx, st.len);
+        }
         let needs_end = st.delay_after_ns > 0 || cfg.cs_hold_ns > 0;
         let completed = match timing.completed {
             Some(t) => t,
@@ -289,7 +295,7 @@ fn run_steps<M: MessageSource + ?Sized>(
                 };
                 wait_or_delay(policy, off, gap);
             } else if !policy.cs_deadlines {
-                classic_delay_ns(cfg.cs_inactive_ns);
+                classic_delay_ns(u64::from(cfg.cs_inactive_ns));
             }
         }
     }
@@ -307,7 +313,7 @@ fn run_word_by_word(
     policy: &Policy,
     timeout_ns: u64,
     in_flight: &mut InFlight<'_>,
-) -> Result<super::controller::TransferTiming, ControllerFault> {
+) -> Result<TransferTiming, ControllerFault> {
     let wb = super::plan::word_bytes(st.bits);
     let words = st.len / wb;
     let mut first = None;
@@ -328,5 +334,5 @@ fn run_word_by_word(
             wait_or_delay(policy, done, st.word_delay_ns);
         }
     }
-    Ok(super::controller::TransferTiming { started: first, completed: last })
+    Ok(TransferTiming { started: first, completed: last })
 }

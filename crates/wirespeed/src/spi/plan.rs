@@ -13,8 +13,8 @@ pub(crate) struct Step {
     pub bits: u8,
     pub speed_hz: u32,
     pub wire_ns: u64,
-    pub delay_before_ns: u32,
-    pub delay_after_ns: u32,
+    pub delay_before_ns: u64,
+    pub delay_after_ns: u64,
     pub cs_change: bool,
     pub cs_change_delay_ns: Option<u32>,
     pub word_delay_ns: u32,
@@ -98,7 +98,7 @@ pub(crate) fn plan_step(
     let mut st = plan_shape(index, len, t.speed_hz, t.bits_per_word, dev, caps)?;
     st.tx = tx;
     st.rx = rx;
-    st.delay_after_ns = t.delay_after_ns;
+    st.delay_after_ns = u64::from(t.delay_after_ns);
     st.cs_change = t.cs_change;
     st.cs_change_delay_ns = t.cs_change_delay_ns;
     st.word_delay_ns = t.word_delay_ns;
@@ -126,9 +126,9 @@ pub(crate) fn plan_shape(
     if !len.is_multiple_of(wb) {
         return Err(InvalidMessage::PartialWord { index, len, word_bytes: wb });
     }
-    let actual = u64::from(caps.actual_speed_hz(speed_hz).max(1));
-    let words = (len / wb) as u64;
-    let wire_ns = (words * u64::from(bits) * 1_000_000_000).div_ceil(actual);
+    let actual = u128::from(caps.actual_speed_hz(speed_hz).max(1));
+    let bits_on_wire = (len / wb) as u128 * u128::from(bits);
+    let wire_ns = u64::try_from((bits_on_wire * 1_000_000_000).div_ceil(actual)).unwrap_or(u64::MAX);
     Ok(Step { len, bits, speed_hz, wire_ns, ..Step::EMPTY })
 }
 
@@ -145,4 +145,29 @@ pub(crate) fn validate(
         plan_step(i, t, dev, caps)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spi::controller::ClockModel;
+
+    #[test]
+    fn wire_time_of_gigabytes_does_not_wrap() {
+        let caps = ControllerCaps {
+            name: "t",
+            max_speed_hz: 100_000_000,
+            min_speed_hz: 1,
+            clock: ClockModel::Exact,
+            fifo_bytes: 64,
+            bits_per_word_mask: 1 << 7,
+            num_cs: 1,
+            can_poll: true,
+            has_irq: true,
+        };
+        let dev = DeviceConfig::new(0, 20_000_000);
+        // 2.4 GB × 8 bits × 10^9 does not fit in 64 bits.
+        let st = plan_shape(0, 2_400_000_000, 0, 0, &dev, &caps).unwrap();
+        assert_eq!(st.wire_ns, 960_000_000_000);
+    }
 }

@@ -191,7 +191,7 @@ impl PreparedMessage {
 
     /// Expected wire time of one run, in ns.
     pub fn wire_ns(&self) -> u64 {
-        self.steps.iter().map(|s| s.wire_ns).sum()
+        self.steps.iter().fold(0u64, |sum, s| sum.saturating_add(s.wire_ns))
     }
 }
 

@@ -14,11 +14,11 @@ pub(crate) fn wait_until(deadline: Deadline) {
 /// The kernel's `_spi_transfer_delay_ns` as the seed measured it: 0 returns,
 /// anything else is rounded up to whole microseconds, busy-waited up to
 /// 10 µs (`udelay`) and slept above (`usleep_range(us, us + us/10)`).
-pub(crate) fn classic_delay_ns(ns: u32) {
+pub(crate) fn classic_delay_ns(ns: u64) {
     if ns == 0 {
         return;
     }
-    let us = u64::from(ns.div_ceil(1_000));
+    let us = ns.div_ceil(1_000);
     if us <= 10 {
         spin_until(Deadline::after_ns(us * 1_000));
     } else {
