@@ -262,6 +262,31 @@ fn bus_lock_holds_off_others_and_queues_their_async_work() {
 }
 
 #[test]
+fn a_bus_lock_waits_for_async_messages_submitted_before_it() {
+    let lab = Lab::new(LabConfig::default());
+    let block = lab.spi_controller(Default::default());
+    let rec = Recorder::default();
+    block.attach(0, rec.clone());
+    let bus = Bus::new(LabSpi::new(block), Policy::fast());
+    let dev = bus.device(DeviceConfig::new(0, 10_000_000)).unwrap();
+    for round in 0..20u8 {
+        rec.windows.lock().unwrap().clear();
+        let p = dev.submit(dev.prepare(vec![OwnedTransfer::write(vec![0xA0, round])]).unwrap());
+        {
+            let mut lock = dev.lock_bus().unwrap();
+            lock.sync(&mut [Transfer::write(&[0xB0, round])]).unwrap();
+        }
+        p.wait().1.unwrap();
+        let windows = rec.windows.lock().unwrap().clone();
+        assert_eq!(
+            windows,
+            [[0xA0, round], [0xB0, round]],
+            "round {round}: the locked sync overtook the async message"
+        );
+    }
+}
+
+#[test]
 fn async_handles_wait_poll_and_return_the_message() {
     let b = bench(Policy::fast());
     let dev = b.bus.device(DeviceConfig::new(0, 1_000_000)).unwrap();

@@ -15,7 +15,9 @@
 use super::controller::{Controller, ControllerCaps, InFlight};
 use super::device::DeviceConfig;
 use super::error::{InvalidMessage, SpiError};
-use super::exec::{ensure_powered, execute, BusHw, DeviceState, ExecCtx, MessageSource};
+use super::exec::{
+    ensure_powered, execute, recover_from_panic, BusHw, DeviceState, ExecCtx, MessageSource, DRIVER_PANICKED,
+};
 use super::policy::Policy;
 use super::pump;
 use super::stats::{MessageRecord, Stats, StatsSnapshot};
@@ -70,11 +72,23 @@ impl BusInner {
         in_flight: &mut InFlight<'_>,
     ) -> (Result<(), SpiError>, Instant) {
         if ensure_powered(hw) {
+            // Once per idle period: the pump re-arms its idle timer. Under the
+            // queue lock, so that the pump cannot read `powered` as false and
+            // then sleep through this signal.
+            let _q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
             self.powered.store(true, Ordering::Release);
-            // Once per idle period: the pump re-arms its idle timer.
             self.signal_pump();
         }
-        let r = execute(hw, dev, &self.ctx(), msg, in_flight);
+        // A panic in the controller driver (or a chip-select pin) fails this
+        // message and leaves the bus usable, whichever thread runs it: no
+        // waiter hangs on a dead pump, no lock stays poisoned, and the
+        // hardware is put back in a known state first.
+        let r =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute(hw, dev, &self.ctx(), msg, in_flight)))
+                .unwrap_or_else(|_| {
+                    recover_from_panic(hw, dev);
+                    Err(SpiError::Controller { index: 0, reason: DRIVER_PANICKED })
+                });
         let end = now();
         in_flight.run();
         self.last_activity_ns.store(end.as_ns(), Ordering::Relaxed);
@@ -105,21 +119,31 @@ impl BusInner {
     pub(crate) fn sync<M: MessageSource + ?Sized>(&self, dev: &DeviceState, msg: &mut M) -> Result<(), SpiError> {
         let t0 = now();
         if self.policy.sync_in_caller {
-            match self.hw.try_lock() {
-                Ok(mut hw) => {
-                    if self.queue_len.load(Ordering::Acquire) == 0 {
-                        let (r, end) = self.run_locked(&mut hw, dev, msg, &mut InFlight::none());
-                        drop(hw);
-                        self.finish(t0, end, true, &r);
-                        return r;
-                    }
+            let hw = match self.hw.try_lock() {
+                Ok(hw) => Some(hw),
+                // A panic while the bus was held (in a driver, or under a
+                // BusLock) leaves the hardware state to the next message, as
+                // `lock_hw` does; it must not turn the fast path off for good.
+                Err(TryLockError::Poisoned(p)) => {
+                    self.hw.clear_poison();
+                    Some(p.into_inner())
                 }
-                Err(TryLockError::Poisoned(p)) => drop(p.into_inner()),
-                Err(TryLockError::WouldBlock) => {}
+                Err(TryLockError::WouldBlock) => None,
+            };
+            if let Some(mut hw) = hw {
+                if self.queue_len.load(Ordering::Acquire) == 0 {
+                    let (r, end) = self.run_locked(&mut hw, dev, msg, &mut InFlight::none());
+                    drop(hw);
+                    self.finish(t0, end, true, &r);
+                    return r;
+                }
             }
         }
         if pump::is_pump_of(self) {
             return Err(SpiError::CalledFromCallback);
+        }
+        if super::lock_owner::holds(self) {
+            return Err(SpiError::LockedByCaller);
         }
         let r = pump::sync_via_pump(self, dev, msg);
         self.finish(t0, now(), false, &r);
@@ -157,7 +181,12 @@ impl Drop for PumpOwner {
             self.inner.pump_cv.notify_all();
         }
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            // The last handle can go on the pump thread itself (dropped by a
+            // completion callback): the pump then finishes its queue and
+            // exits on its own; joining would wait for this very thread.
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
         }
     }
 }

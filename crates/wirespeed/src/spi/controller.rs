@@ -185,6 +185,11 @@ pub trait Controller: Send + 'static {
     /// driven): they must not be shifted with a later transfer. Drivers
     /// whose `preload` loads anything must implement it; the default does nothing.
     fn discard_preload(&mut self) {}
+    /// Stops any transfer in progress and empties the FIFOs, leaving the
+    /// controller ready for the next message. The core calls it only after
+    /// the driver panicked during a message (its state is then unknown);
+    /// the default does nothing.
+    fn abort(&mut self) {}
     /// Shifts `data` (of which `preloaded` words are already in the FIFO) and
     /// waits for completion in the given mode, at most `timeout_ns`. Calls
     /// [`in_flight.run()`](InFlight::run) once the shifter has started.

@@ -150,6 +150,11 @@ pub enum SpiError {
     /// which would have to finish the callback before it could run the
     /// message or give up the bus. Nothing was sent.
     CalledFromCallback,
+    /// A sync call or `lock_bus` from the thread that holds the bus's
+    /// [`BusLock`](super::BusLock) for another device: it would wait for
+    /// the lock its own thread holds. Run the message through the lock
+    /// (`BusLock::sync`, `BusLock::run`) or drop the lock first. Nothing was sent.
+    LockedByCaller,
 }
 
 impl fmt::Display for SpiError {
@@ -166,6 +171,11 @@ impl fmt::Display for SpiError {
                 f,
                 "sync call or bus lock from a completion callback of the same bus: it would wait for the thread \
                  running the callback; submit the message (submit or submit_with) instead"
+            ),
+            SpiError::LockedByCaller => write!(
+                f,
+                "sync call or bus lock from the thread that holds this bus's lock: it would wait for itself; \
+                 run the message through the BusLock (lock.sync or lock.run) or drop the lock first"
             ),
         }
     }

@@ -158,6 +158,26 @@ pub(crate) fn ensure_powered(hw: &mut BusHw) -> bool {
     true
 }
 
+/// The error of a message during which the controller driver panicked.
+pub(crate) const DRIVER_PANICKED: &str =
+    "the controller driver or chip select panicked during the message (see the panic message)";
+
+/// Puts the bus back in a known state after a panic during `dev`'s message:
+/// the transfer aborted and the FIFOs emptied, every chip select inactive,
+/// the controller set up again before the next message. A second panic here
+/// is swallowed: the hook has reported it, and the bus must stay usable.
+pub(crate) fn recover_from_panic(hw: &mut BusHw, dev: &DeviceState) {
+    hw.setup = None;
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        hw.ctlr.abort();
+        if let Ok(t) = drive_cs(hw, &dev.cfg.cs, false, true) {
+            dev.last_cs_off.store(t.as_ns(), Ordering::Relaxed);
+        }
+        let _ = release_held_cs(hw);
+    }));
+    hw.cs_held = None;
+}
+
 /// Releases a CS left active by a previous message's final `cs_change`.
 pub(crate) fn release_held_cs(hw: &mut BusHw) -> Result<(), SpiError> {
     if let Some(held) = hw.cs_held.take() {

@@ -25,6 +25,7 @@ mod device;
 mod eh;
 mod error;
 mod exec;
+mod lock_owner;
 mod plan;
 mod policy;
 mod prepared;
@@ -125,7 +126,7 @@ impl SpiDevice {
     /// Queues a prepared message for the pump thread and returns at once.
     /// Messages to one device complete in submission order.
     pub fn submit(&self, msg: PreparedMessage) -> Pending {
-        let slot = prepared::slot_of(&msg);
+        let slot = prepared::slot_of(&msg, pump::pump_id(&self.bus.inner));
         self.submit_job(msg, None);
         Pending::new(slot)
     }
@@ -161,9 +162,16 @@ impl SpiDevice {
     /// Takes the bus for an exclusive sequence: other devices' sync calls wait
     /// and async submits queue until the returned guard is dropped.
     ///
+    /// Async messages queued before the call (from any thread) run first;
+    /// those submitted while the lock is held queue and run after it.
+    ///
     /// From a [`submit_with`](SpiDevice::submit_with) callback of the same
     /// bus it returns [`SpiError::CalledFromCallback`]: the callback runs
-    /// with the bus held, so the lock could never be granted.
+    /// with the bus held, so the lock could never be granted. A thread that
+    /// already holds the bus's lock gets [`SpiError::LockedByCaller`] (here
+    /// and from the device's sync calls): run the message through the lock.
+    /// Messages that could not start at once wait for the pump thread, so
+    /// the bus must not be locked by the thread that waits for them.
     ///
     /// ```
     /// # use wirespeed::spi::{Bus, DeviceConfig, Policy, Transfer};
@@ -181,10 +189,19 @@ impl SpiDevice {
     /// # Ok::<(), wirespeed::spi::SpiError>(())
     /// ```
     pub fn lock_bus(&self) -> Result<BusLock<'_>, SpiError> {
-        if pump::is_pump_of(&self.bus.inner) {
+        let inner = &self.bus.inner;
+        if pump::is_pump_of(inner) {
             return Err(SpiError::CalledFromCallback);
         }
-        Ok(BusLock { dev: self, hw: self.bus.inner.lock_hw() })
+        if lock_owner::holds(inner) {
+            return Err(SpiError::LockedByCaller);
+        }
+        // Messages queued before the lock (this thread's async submits among
+        // them) run before the exclusive sequence, never after it.
+        pump::wait_for_queued(inner);
+        let hw = inner.lock_hw();
+        let outer = lock_owner::enter(inner);
+        Ok(BusLock { dev: self, hw, outer })
     }
 }
 
@@ -192,6 +209,14 @@ impl SpiDevice {
 pub struct BusLock<'d> {
     dev: &'d SpiDevice,
     hw: MutexGuard<'d, exec::BusHw>,
+    /// The bus whose lock this thread held before this one (0: none).
+    outer: usize,
+}
+
+impl Drop for BusLock<'_> {
+    fn drop(&mut self) {
+        lock_owner::leave(self.outer);
+    }
 }
 
 impl std::fmt::Debug for BusLock<'_> {

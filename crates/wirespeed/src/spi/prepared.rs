@@ -34,6 +34,7 @@ use super::exec::{DeviceState, MessageSource};
 use super::plan::{plan_step, Step};
 use super::transfer::{Data, Transfer};
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use wirespeed_time::Instant;
@@ -124,6 +125,10 @@ struct SlotState {
 pub(crate) struct Slot {
     state: Mutex<SlotState>,
     cv: Condvar,
+    /// The bus the message was last submitted to (its pump's id, see
+    /// `pump::pump_id`): a completion callback of that bus must not sleep
+    /// on the slot, since the message can only complete after it returns.
+    bus: AtomicUsize,
 }
 
 /// A message validated once for one device.
@@ -155,7 +160,8 @@ impl PreparedMessage {
             .enumerate()
             .map(|(i, t)| plan_step(i, &t.view(), dev, caps))
             .collect::<Result<Vec<_>, _>>()?;
-        let slot = Arc::new(Slot { state: Mutex::new(SlotState::default()), cv: Condvar::new() });
+        let slot =
+            Arc::new(Slot { state: Mutex::new(SlotState::default()), cv: Condvar::new(), bus: AtomicUsize::new(0) });
         Ok(PreparedMessage { device_id, transfers, steps, slot })
     }
 
@@ -266,17 +272,29 @@ impl Pending {
     }
 
     /// Blocks until the message completes; returns it with its result.
+    ///
+    /// # Panics
+    /// In a [`submit_with`](super::SpiDevice::submit_with) callback of the
+    /// bus the message went to, if it has not completed yet: it could only
+    /// complete after the callback returns, so the wait would never end
+    /// (the pump catches the panic and carries on; the message still runs).
+    /// Use [`try_take`](Pending::try_take) there, or a callback of its own.
     pub fn wait(self) -> Finished {
         match self.wait_until(None) {
             Ok(f) => f,
-            Err(_) => unreachable!("a wait without a deadline ends only when the message is done"),
+            Err(_) => panic!(
+                "Pending::wait in a completion callback of the bus that runs the message: it could never complete; \
+                 use try_take, or submit_with for a callback of its own"
+            ),
         }
     }
 
     /// Waits at most `timeout` for the message; returns it with its result,
-    /// or the handle back if it has not completed by then.
+    /// or the handle back if it has not completed by then (at once, in a
+    /// completion callback of the bus that runs it).
     pub fn wait_timeout(self, timeout: Duration) -> Result<Finished, Pending> {
-        self.wait_until(Some(std::time::Instant::now() + timeout))
+        // A limit beyond what `Instant` can hold is no limit.
+        self.wait_until(std::time::Instant::now().checked_add(timeout))
     }
 
     /// Returns the message if it has completed, else the handle back.
@@ -294,7 +312,8 @@ impl Pending {
                 return Ok(f);
             }
             let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
-            if left.is_some_and(|l| l.is_zero()) {
+            let on_its_pump = super::pump::is_pump_id(slot.bus.load(Ordering::Relaxed));
+            if left.is_some_and(|l| l.is_zero()) || on_its_pump {
                 st.waiting = false;
                 drop(st);
                 return Err(Pending { slot: Some(slot) });
@@ -319,7 +338,9 @@ impl Drop for Pending {
     }
 }
 
-pub(crate) fn slot_of(m: &PreparedMessage) -> Arc<Slot> {
+/// The completion slot of `m`, marked as belonging to the bus whose pump id is `bus`.
+pub(crate) fn slot_of(m: &PreparedMessage, bus: usize) -> Arc<Slot> {
+    m.slot.bus.store(bus, Ordering::Relaxed);
     m.slot.clone()
 }
 

@@ -37,11 +37,35 @@ pub(crate) enum Job {
     Async(AsyncJob),
     /// Nothing to run: look for idle work (the classic policy's wake after each message).
     IdleCheck,
+    /// A caller waits until everything queued before this has run (see
+    /// [`wait_for_queued`]); lives on the caller's stack.
+    Fence(NonNull<Fence>),
 }
 
-// SAFETY: a `Job::Sync` points to a `SyncJob` whose owner blocks until the
-// pump has stored a result and will not touch the job afterwards; the
-// message it points to is only used by the pump in between.
+/// Completion flag of a [`Job::Fence`].
+pub(crate) struct Fence {
+    passed: Mutex<bool>,
+    cv: Condvar,
+}
+
+/// Blocks until every job queued on `inner` before this call has run.
+/// Returns at once if the queue is empty.
+pub(crate) fn wait_for_queued(inner: &BusInner) {
+    if inner.queue_len.load(Ordering::Acquire) == 0 || inner.shutdown.load(Ordering::Acquire) {
+        return;
+    }
+    let fence = Fence { passed: Mutex::new(false), cv: Condvar::new() };
+    inner.enqueue(Job::Fence(NonNull::from(&fence)));
+    let mut passed = fence.passed.lock().unwrap_or_else(|e| e.into_inner());
+    while !*passed {
+        passed = fence.cv.wait(passed).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+// SAFETY: a `Job::Sync` points to a `SyncJob` (a `Job::Fence` to a `Fence`)
+// whose owner blocks until the pump has stored a result and will not touch
+// the job afterwards; the message it points to is only used by the pump in
+// between.
 unsafe impl Send for Job {}
 
 thread_local! {
@@ -51,7 +75,17 @@ thread_local! {
 
 /// Whether this thread is `inner`'s pump (running a completion callback).
 pub(crate) fn is_pump_of(inner: &BusInner) -> bool {
-    PUMP_OF.get() == std::ptr::from_ref(inner) as usize
+    is_pump_id(pump_id(inner))
+}
+
+/// A bus's identity as the pump thread knows it (never 0).
+pub(crate) fn pump_id(inner: &BusInner) -> usize {
+    std::ptr::from_ref(inner) as usize
+}
+
+/// Whether this thread is the pump of the bus with id `id`.
+pub(crate) fn is_pump_id(id: usize) -> bool {
+    id != 0 && PUMP_OF.get() == id
 }
 
 /// Hands a sync message to the pump and waits for it.
@@ -108,22 +142,46 @@ pub(crate) fn spawn(inner: Arc<BusInner>) -> std::thread::JoinHandle<()> {
         .expect("cannot start the SPI pump thread")
 }
 
-fn run(inner: &BusInner) {
-    PUMP_OF.set(std::ptr::from_ref(inner) as usize);
-    let mut q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        if inner.shutdown.load(Ordering::Acquire) {
-            let left: Vec<Job> = q.drain(..).collect();
-            drop(q);
+/// When the bus counts as idle: `idle_delay` after the last activity
+/// (`u64::MAX`, never, for an idle delay too long to count in ns).
+fn idle_at(inner: &BusInner) -> u64 {
+    let delay = u64::try_from(inner.policy.idle_delay.as_nanos()).unwrap_or(u64::MAX);
+    inner.last_activity_ns.load(Ordering::Relaxed).saturating_add(delay)
+}
+
+/// If the pump thread unwinds (a controller driver panicked outside a
+/// message, e.g. powering down), nothing may wait for it: queued and later
+/// work fails with [`SpiError::BusGone`] instead of hanging.
+struct PumpExit<'a>(&'a BusInner);
+
+impl Drop for PumpExit<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.shutdown.store(true, Ordering::Release);
+            let left: Vec<Job> = self.0.queue.lock().unwrap_or_else(|e| e.into_inner()).drain(..).collect();
             for job in left {
                 complete(job, Err(SpiError::BusGone));
             }
+        }
+    }
+}
+
+fn run(inner: &BusInner) {
+    PUMP_OF.set(pump_id(inner));
+    let _exit = PumpExit(inner);
+    let mut q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if inner.shutdown.load(Ordering::Acquire) {
+            // Work accepted before the last handle went is sent, as the
+            // kernel's spi_stop_queue waits for its queue to empty; nothing
+            // can be queued after this (no handle is left to submit with).
+            drop(q);
+            drain_queue(inner, &mut inner.lock_hw());
             return;
         }
         if q.is_empty() {
             if inner.powered.load(Ordering::Acquire) {
-                let idle_at =
-                    inner.last_activity_ns.load(Ordering::Relaxed) + inner.policy.idle_delay.as_nanos() as u64;
+                let idle_at = idle_at(inner);
                 let t = now().as_ns();
                 if t >= idle_at {
                     drop(q);
@@ -221,7 +279,7 @@ fn drain_queue(inner: &BusInner, hw: &mut BusHw) {
 
 fn run_job(inner: &BusInner, hw: &mut BusHw, job: Job, in_flight: &mut InFlight<'_>) -> Ran {
     match job {
-        Job::IdleCheck => {
+        Job::IdleCheck | Job::Fence(_) => {
             in_flight.run();
             Ran { job, result: Ok(()), end: now() }
         }
@@ -251,14 +309,19 @@ fn complete(job: Job, r: Result<(), SpiError>) {
             sj.cv.notify_one();
         }
         Job::Async(aj) => aj.complete(r),
+        Job::Fence(ptr) => {
+            // SAFETY: as for `Job::Sync`: the owner waits on `passed`.
+            let fence = unsafe { ptr.as_ref() };
+            *fence.passed.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            fence.cv.notify_one();
+        }
         Job::IdleCheck => {}
     }
 }
 
 fn teardown_if_idle(inner: &BusInner) {
     let mut hw = inner.lock_hw();
-    let idle_at = inner.last_activity_ns.load(Ordering::Relaxed) + inner.policy.idle_delay.as_nanos() as u64;
-    if hw.powered && now().as_ns() >= idle_at && inner.queue_len.load(Ordering::Acquire) == 0 {
+    if hw.powered && now().as_ns() >= idle_at(inner) && inner.queue_len.load(Ordering::Acquire) == 0 {
         let _ = super::exec::release_held_cs(&mut hw);
         hw.ctlr.set_power(false);
         hw.powered = false;

@@ -231,6 +231,12 @@ impl Controller for LabSpi {
         n
     }
 
+    fn abort(&mut self) {
+        self.block.write(regs::IRQEN, 0);
+        self.block.write(regs::RESET, 1);
+        self.preloaded = 0;
+    }
+
     fn discard_preload(&mut self) {
         if self.preloaded > 0 {
             // Nothing is shifting (no START since the preload): RESET only empties the FIFOs.

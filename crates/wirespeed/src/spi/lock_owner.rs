@@ -1,0 +1,31 @@
+//! Which bus lock ([`BusLock`](super::BusLock)) the current thread holds, so
+//! that a sync call or a second `lock_bus` from the holder returns
+//! [`SpiError::LockedByCaller`](super::SpiError::LockedByCaller) instead of
+//! waiting for itself. Read only on the slow path (the bus was busy).
+
+use super::bus::BusInner;
+use std::cell::Cell;
+
+thread_local! {
+    /// Address of the bus whose lock this thread holds (0: none).
+    static HELD: Cell<usize> = const { Cell::new(0) };
+}
+
+fn id(inner: &BusInner) -> usize {
+    std::ptr::from_ref(inner) as usize
+}
+
+/// Whether this thread holds `inner`'s bus lock.
+pub(crate) fn holds(inner: &BusInner) -> bool {
+    HELD.get() == id(inner)
+}
+
+/// Records that this thread took `inner`'s lock; returns what to restore.
+pub(crate) fn enter(inner: &BusInner) -> usize {
+    HELD.replace(id(inner))
+}
+
+/// Records that this thread released the lock taken by the matching `enter`.
+pub(crate) fn leave(outer: usize) {
+    HELD.set(outer);
+}
