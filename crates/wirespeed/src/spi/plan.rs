@@ -126,9 +126,15 @@ pub(crate) fn plan_shape(
     if !len.is_multiple_of(wb) {
         return Err(InvalidMessage::PartialWord { index, len, word_bytes: wb });
     }
-    let actual = u128::from(caps.actual_speed_hz(speed_hz).max(1));
-    let bits_on_wire = (len / wb) as u128 * u128::from(bits);
-    let wire_ns = u64::try_from((bits_on_wire * 1_000_000_000).div_ceil(actual)).unwrap_or(u64::MAX);
+    let actual = u64::from(caps.actual_speed_hz(speed_hz).max(1));
+    let bits_on_wire = (len / wb) as u64 * u64::from(bits);
+    let wire_ns = match bits_on_wire.checked_mul(1_000_000_000) {
+        Some(bit_ns) => bit_ns.div_ceil(actual),
+        // Above ~2.3 GB: 128-bit arithmetic (a library call, kept off the usual path).
+        None => {
+            u64::try_from((u128::from(bits_on_wire) * 1_000_000_000).div_ceil(u128::from(actual))).unwrap_or(u64::MAX)
+        }
+    };
     Ok(Step { len, bits, speed_hz, wire_ns, ..Step::EMPTY })
 }
 
