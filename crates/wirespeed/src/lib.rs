@@ -3,7 +3,8 @@
 //! One API, and the software between transfers costs close to nothing: the
 //! core picks the fast way by itself, drivers don't have to know the system.
 //!
-//! - [`time`]: monotonic clock, deadlines, precise delays.
+//! - [`time`]: monotonic clock, deadlines, precise delays; [`delay::Delay`]
+//!   offers them to embedded-hal drivers as `DelayNs`.
 //! - [`regmap`]: register maps with caches over any bus.
 //! - [`spi`]: the SPI core — buses, devices, messages, policies.
 //! - [`gpio`]: GPIO chips and lines, edge events, removal-safe handles.
@@ -13,6 +14,7 @@
 pub use wirespeed_time as time;
 
 pub mod backend;
+pub mod delay;
 pub mod gpio;
 #[cfg(feature = "linux")]
 pub mod linux;
