@@ -163,8 +163,9 @@ pub(crate) const DRIVER_PANICKED: &str =
     "the controller driver or chip select panicked during the message (see the panic message)";
 
 /// Puts the bus back in a known state after a panic during `dev`'s message:
-/// the transfer aborted and the FIFOs emptied, every chip select inactive,
-/// the controller set up again before the next message. A second panic here
+/// the transfer aborted and the FIFOs emptied, the device's chip select
+/// (and any other held by `cs_change`) inactive, the controller set up
+/// again before the next message. A second panic here
 /// is swallowed: the hook has reported it, and the bus must stay usable.
 pub(crate) fn recover_from_panic(hw: &mut BusHw, dev: &DeviceState) {
     hw.setup = None;

@@ -151,14 +151,20 @@ fn idle_at(inner: &BusInner) -> u64 {
 
 /// If the pump thread unwinds (a controller driver panicked outside a
 /// message, e.g. powering down), nothing may wait for it: queued and later
-/// work fails with [`SpiError::BusGone`] instead of hanging.
+/// async work fails with [`SpiError::BusGone`] instead of hanging, while
+/// sync calls on an idle bus still run in the caller's thread.
 struct PumpExit<'a>(&'a BusInner);
 
 impl Drop for PumpExit<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             self.0.shutdown.store(true, Ordering::Release);
-            let left: Vec<Job> = self.0.queue.lock().unwrap_or_else(|e| e.into_inner()).drain(..).collect();
+            let left: Vec<Job> = {
+                let mut q = self.0.queue.lock().unwrap_or_else(|e| e.into_inner());
+                // An empty queue keeps the caller-context sync path open.
+                self.0.queue_len.store(0, Ordering::Release);
+                q.drain(..).collect()
+            };
             for job in left {
                 complete(job, Err(SpiError::BusGone));
             }
