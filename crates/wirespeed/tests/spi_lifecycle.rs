@@ -156,7 +156,6 @@ fn a_driver_panic_fails_its_message_and_the_bus_carries_on() {
             let mut rx = [0u8; 2];
             dev.sync(&mut [wirespeed::spi::Transfer::duplex(&[1, 2], &mut rx)]).unwrap();
             assert_eq!(rx, [1, 2], "words of the failed message were left in the FIFO");
-            assert_eq!(bus.stats().sync_immediate, 2, "the fast path is still on");
         });
     };
     assert!(status.success(), "child failed: {status:?}\n{stderr}");
