@@ -119,18 +119,18 @@ impl LabSpi {
         deadline: Deadline,
         in_flight: &mut InFlight<'_>,
     ) -> Result<TransferTiming, ControllerFault> {
-        let (from, n) = (words.start, words.end);
+        let (from, end) = (words.start, words.end);
         let depth = self.depth(wb);
         let mut pushed = from + preloaded;
         if preloaded == 0 {
-            self.block.write(regs::XFERLEN, (n - from) as u32);
-            let first = (from + depth).min(n);
+            self.block.write(regs::XFERLEN, (end - from) as u32);
+            let first = (from + depth).min(end);
             self.push(tx_of(data), from, first, wb);
             pushed = first;
         }
         let irq = completion == Completion::Irq;
         if irq {
-            self.block.write(regs::RXTHR, (n - from).min(depth / 2).max(1) as u32);
+            self.block.write(regs::RXTHR, (end - from).min(depth / 2).max(1) as u32);
             self.block.write(regs::IRQEN, regs::IRQ_RXTH);
         }
         let started = irq.then(now);
@@ -138,16 +138,14 @@ impl LabSpi {
         in_flight.run();
         let mut popped = from;
         let mut spins = 0u32;
-        while popped < n {
+        while popped < end {
             if irq && !self.block.irq().wait(Some(Duration::from_nanos(deadline.remaining_ns()))) {
-                self.block.write(regs::IRQEN, 0);
-                self.block.write(regs::RESET, 1);
+                self.abort();
                 return Err(ControllerFault::Timeout);
             }
             let status = self.block.read(regs::STATUS);
             if status & regs::STATUS_ERR != 0 {
-                self.block.write(regs::IRQEN, 0);
-                self.block.write(regs::RESET, 1);
+                self.abort();
                 return Err(ControllerFault::Fault("FIFO error or refused start (STATUS.ERR)"));
             }
             let rx = regs::rx_level(status) as usize;
@@ -155,10 +153,10 @@ impl LabSpi {
                 self.drain(data, popped, rx, wb);
                 popped += rx;
             }
-            if pushed < n {
+            if pushed < end {
                 let in_flight = pushed - popped;
                 let room = depth.saturating_sub(regs::tx_level(status) as usize).min(depth - in_flight.min(depth));
-                let to = (pushed + room).min(n);
+                let to = (pushed + room).min(end);
                 if to > pushed {
                     // RX words stored so far lie before `popped` ≤ `pushed`, so an
                     // in-place buffer's bytes from `pushed` on are still TX data.
@@ -167,15 +165,15 @@ impl LabSpi {
                 }
             }
             if irq {
-                if popped < n {
-                    self.block.write(regs::RXTHR, (n - popped).min(depth / 2).max(1) as u32);
+                if popped < end {
+                    self.block.write(regs::RXTHR, (end - popped).min(depth / 2).max(1) as u32);
                 }
             } else if rx == 0 {
                 spins = spins.wrapping_add(1);
                 // The status read paces the loop; a pause hint would only
                 // delay noticing the last word.
                 if spins.is_multiple_of(256) && deadline.is_past() {
-                    self.block.write(regs::RESET, 1);
+                    self.abort();
                     return Err(ControllerFault::Timeout);
                 }
             }
