@@ -56,8 +56,45 @@ impl BusInner {
         ExecCtx { policy: &self.policy, stats: &self.stats, irq_cost: &self.irq_cost }
     }
 
+    /// The bus's identity for thread-local checks (its address; never 0).
+    pub(crate) fn id(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+
+    /// Takes the bus. A panic while it was held (user code under a
+    /// `BusLock`; drivers' panics are caught in `run_locked`) leaves nothing
+    /// to distrust, since every message sets up what it needs: the poison is
+    /// cleared, or it would turn the caller-context fast path off for good.
     pub(crate) fn lock_hw(&self) -> MutexGuard<'_, BusHw> {
-        self.hw.lock().unwrap_or_else(|e| e.into_inner())
+        self.hw.lock().unwrap_or_else(|e| {
+            self.hw.clear_poison();
+            e.into_inner()
+        })
+    }
+
+    /// Takes the bus if no one holds it (poison as in [`lock_hw`](Self::lock_hw)).
+    fn try_lock_hw(&self) -> Option<MutexGuard<'_, BusHw>> {
+        match self.hw.try_lock() {
+            Ok(hw) => Some(hw),
+            Err(TryLockError::Poisoned(p)) => {
+                self.hw.clear_poison();
+                Some(p.into_inner())
+            }
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Refuses a call that would wait for the bus while this very thread
+    /// keeps it: from a completion callback of this bus (on its pump), or
+    /// from the holder of its `BusLock`.
+    pub(crate) fn check_may_wait(&self) -> Result<(), SpiError> {
+        if pump::is_pump_of(self) {
+            Err(SpiError::CalledFromCallback)
+        } else if super::lock_owner::holds(self) {
+            Err(SpiError::LockedByCaller)
+        } else {
+            Ok(())
+        }
     }
 
     /// Runs a message with the bus held; handles power-up and activity
@@ -119,18 +156,7 @@ impl BusInner {
     pub(crate) fn sync<M: MessageSource + ?Sized>(&self, dev: &DeviceState, msg: &mut M) -> Result<(), SpiError> {
         let t0 = now();
         if self.policy.sync_in_caller {
-            let hw = match self.hw.try_lock() {
-                Ok(hw) => Some(hw),
-                // A panic while the bus was held (in a driver, or under a
-                // BusLock) leaves the hardware state to the next message, as
-                // `lock_hw` does; it must not turn the fast path off for good.
-                Err(TryLockError::Poisoned(p)) => {
-                    self.hw.clear_poison();
-                    Some(p.into_inner())
-                }
-                Err(TryLockError::WouldBlock) => None,
-            };
-            if let Some(mut hw) = hw {
+            if let Some(mut hw) = self.try_lock_hw() {
                 if self.queue_len.load(Ordering::Acquire) == 0 {
                     let (r, end) = self.run_locked(&mut hw, dev, msg, &mut InFlight::none());
                     drop(hw);
@@ -139,12 +165,7 @@ impl BusInner {
                 }
             }
         }
-        if pump::is_pump_of(self) {
-            return Err(SpiError::CalledFromCallback);
-        }
-        if super::lock_owner::holds(self) {
-            return Err(SpiError::LockedByCaller);
-        }
+        self.check_may_wait()?;
         let r = pump::sync_via_pump(self, dev, msg);
         self.finish(t0, now(), false, &r);
         r

@@ -7,22 +7,18 @@ use super::bus::BusInner;
 use std::cell::Cell;
 
 thread_local! {
-    /// Address of the bus whose lock this thread holds (0: none).
+    /// The id of the bus whose lock this thread holds (0: none).
     static HELD: Cell<usize> = const { Cell::new(0) };
-}
-
-fn id(inner: &BusInner) -> usize {
-    std::ptr::from_ref(inner) as usize
 }
 
 /// Whether this thread holds `inner`'s bus lock.
 pub(crate) fn holds(inner: &BusInner) -> bool {
-    HELD.get() == id(inner)
+    HELD.get() == inner.id()
 }
 
 /// Records that this thread took `inner`'s lock; returns what to restore.
 pub(crate) fn enter(inner: &BusInner) -> usize {
-    HELD.replace(id(inner))
+    HELD.replace(inner.id())
 }
 
 /// Records that this thread released the lock taken by the matching `enter`.

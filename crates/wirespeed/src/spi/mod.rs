@@ -126,7 +126,7 @@ impl SpiDevice {
     /// Queues a prepared message for the pump thread and returns at once.
     /// Messages to one device complete in submission order.
     pub fn submit(&self, msg: PreparedMessage) -> Pending {
-        let slot = prepared::slot_of(&msg, pump::pump_id(&self.bus.inner));
+        let slot = prepared::slot_of(&msg, self.bus.inner.id());
         self.submit_job(msg, None);
         Pending::new(slot)
     }
@@ -170,8 +170,6 @@ impl SpiDevice {
     /// with the bus held, so the lock could never be granted. A thread that
     /// already holds the bus's lock gets [`SpiError::LockedByCaller`] (here
     /// and from the device's sync calls): run the message through the lock.
-    /// Messages that could not start at once wait for the pump thread, so
-    /// the bus must not be locked by the thread that waits for them.
     ///
     /// ```
     /// # use wirespeed::spi::{Bus, DeviceConfig, Policy, Transfer};
@@ -190,12 +188,7 @@ impl SpiDevice {
     /// ```
     pub fn lock_bus(&self) -> Result<BusLock<'_>, SpiError> {
         let inner = &self.bus.inner;
-        if pump::is_pump_of(inner) {
-            return Err(SpiError::CalledFromCallback);
-        }
-        if lock_owner::holds(inner) {
-            return Err(SpiError::LockedByCaller);
-        }
+        inner.check_may_wait()?;
         // Messages queued before the lock (this thread's async submits among
         // them) run before the exclusive sequence, never after it.
         pump::wait_for_queued(inner);

@@ -125,8 +125,8 @@ struct SlotState {
 pub(crate) struct Slot {
     state: Mutex<SlotState>,
     cv: Condvar,
-    /// The bus the message was last submitted to (its pump's id, see
-    /// `pump::pump_id`): a completion callback of that bus must not sleep
+    /// The bus the message was last submitted to (its `BusInner::id`): a
+    /// completion callback of that bus must not sleep
     /// on the slot, since the message can only complete after it returns.
     bus: AtomicUsize,
 }
@@ -338,7 +338,7 @@ impl Drop for Pending {
     }
 }
 
-/// The completion slot of `m`, marked as belonging to the bus whose pump id is `bus`.
+/// The completion slot of `m`, marked as belonging to the bus with id `bus`.
 pub(crate) fn slot_of(m: &PreparedMessage, bus: usize) -> Arc<Slot> {
     m.slot.bus.store(bus, Ordering::Relaxed);
     m.slot.clone()

@@ -21,12 +21,44 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use wirespeed_time::{now, Instant};
 
+/// A result the pump hands to a caller blocked on it; lives on the
+/// caller's stack.
+pub(crate) struct Handoff<T> {
+    value: Mutex<Option<T>>,
+    cv: Condvar,
+}
+
+impl<T> Handoff<T> {
+    fn new() -> Self {
+        Handoff { value: Mutex::new(None), cv: Condvar::new() }
+    }
+
+    /// Stores the value and wakes the owner. The wake-up is sent with the
+    /// lock held: once the owner sees the value it returns and the handoff
+    /// is gone, so nothing may touch it after the lock is released.
+    fn put(&self, v: T) {
+        let mut g = self.value.lock().unwrap_or_else(|e| e.into_inner());
+        *g = Some(v);
+        self.cv.notify_one();
+    }
+
+    /// Blocks until the value is stored.
+    fn take(&self) -> T {
+        let mut g = self.value.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(v) = g.take() {
+                return v;
+            }
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
 /// A sync message waiting on the pump; lives on the caller's stack.
 pub(crate) struct SyncJob<'a> {
     dev: &'a DeviceState,
     msg: NonNull<dyn MessageSource + 'a>,
-    done: Mutex<Option<Result<(), SpiError>>>,
-    cv: Condvar,
+    done: Handoff<Result<(), SpiError>>,
 }
 
 /// Work for the pump.
@@ -39,13 +71,7 @@ pub(crate) enum Job {
     IdleCheck,
     /// A caller waits until everything queued before this has run (see
     /// [`wait_for_queued`]); lives on the caller's stack.
-    Fence(NonNull<Fence>),
-}
-
-/// Completion flag of a [`Job::Fence`].
-pub(crate) struct Fence {
-    passed: Mutex<bool>,
-    cv: Condvar,
+    Fence(NonNull<Handoff<()>>),
 }
 
 /// Blocks until every job queued on `inner` before this call has run.
@@ -54,36 +80,28 @@ pub(crate) fn wait_for_queued(inner: &BusInner) {
     if inner.queue_len.load(Ordering::Acquire) == 0 || inner.shutdown.load(Ordering::Acquire) {
         return;
     }
-    let fence = Fence { passed: Mutex::new(false), cv: Condvar::new() };
+    let fence = Handoff::new();
     inner.enqueue(Job::Fence(NonNull::from(&fence)));
-    let mut passed = fence.passed.lock().unwrap_or_else(|e| e.into_inner());
-    while !*passed {
-        passed = fence.cv.wait(passed).unwrap_or_else(|e| e.into_inner());
-    }
+    fence.take();
 }
 
-// SAFETY: a `Job::Sync` points to a `SyncJob` (a `Job::Fence` to a `Fence`)
-// whose owner blocks until the pump has stored a result and will not touch
-// the job afterwards; the message it points to is only used by the pump in
-// between.
+// SAFETY: a `Job::Sync` points to a `SyncJob` (a `Job::Fence` to a
+// `Handoff`) whose owner blocks until the pump has stored a result and will
+// not touch the job afterwards; the message it points to is only used by
+// the pump in between.
 unsafe impl Send for Job {}
 
 thread_local! {
-    /// The bus whose pump runs on this thread (its address), 0 elsewhere.
+    /// The id of the bus whose pump runs on this thread, 0 elsewhere.
     static PUMP_OF: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Whether this thread is `inner`'s pump (running a completion callback).
 pub(crate) fn is_pump_of(inner: &BusInner) -> bool {
-    is_pump_id(pump_id(inner))
+    is_pump_id(inner.id())
 }
 
-/// A bus's identity as the pump thread knows it (never 0).
-pub(crate) fn pump_id(inner: &BusInner) -> usize {
-    std::ptr::from_ref(inner) as usize
-}
-
-/// Whether this thread is the pump of the bus with id `id`.
+/// Whether this thread is the pump of the bus with [`id`](BusInner::id) `id`.
 pub(crate) fn is_pump_id(id: usize) -> bool {
     id != 0 && PUMP_OF.get() == id
 }
@@ -98,21 +116,9 @@ pub(crate) fn sync_via_pump<M: MessageSource + ?Sized>(
         return Err(SpiError::BusGone);
     }
     let mut mref = MsgRef(msg);
-    let job = SyncJob {
-        dev,
-        msg: NonNull::from(&mut mref as &mut (dyn MessageSource + '_)),
-        done: Mutex::new(None),
-        cv: Condvar::new(),
-    };
-    let ptr = NonNull::from(&job).cast::<SyncJob<'static>>();
-    inner.enqueue(Job::Sync(ptr));
-    let mut g = job.done.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        if let Some(r) = g.take() {
-            return r;
-        }
-        g = job.cv.wait(g).unwrap_or_else(|e| e.into_inner());
-    }
+    let job = SyncJob { dev, msg: NonNull::from(&mut mref as &mut (dyn MessageSource + '_)), done: Handoff::new() };
+    inner.enqueue(Job::Sync(NonNull::from(&job).cast::<SyncJob<'static>>()));
+    job.done.take()
 }
 
 /// Adapts `&mut M` (possibly unsized) to a sized `dyn MessageSource`.
@@ -173,7 +179,7 @@ impl Drop for PumpExit<'_> {
 }
 
 fn run(inner: &BusInner) {
-    PUMP_OF.set(pump_id(inner));
+    PUMP_OF.set(inner.id());
     let _exit = PumpExit(inner);
     let mut q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
     loop {
@@ -306,21 +312,11 @@ fn run_job(inner: &BusInner, hw: &mut BusHw, job: Job, in_flight: &mut InFlight<
 
 fn complete(job: Job, r: Result<(), SpiError>) {
     match job {
-        Job::Sync(ptr) => {
-            // SAFETY: the owner is blocked on `done` until we set it; after
-            // `notify` under the lock we never touch the job again.
-            let sj = unsafe { ptr.as_ref() };
-            let mut g = sj.done.lock().unwrap_or_else(|e| e.into_inner());
-            *g = Some(r);
-            sj.cv.notify_one();
-        }
+        // SAFETY (both): the owner is blocked in `take` until `put`, and
+        // `put` touches the handoff for the last time.
+        Job::Sync(ptr) => unsafe { ptr.as_ref() }.done.put(r),
         Job::Async(aj) => aj.complete(r),
-        Job::Fence(ptr) => {
-            // SAFETY: as for `Job::Sync`: the owner waits on `passed`.
-            let fence = unsafe { ptr.as_ref() };
-            *fence.passed.lock().unwrap_or_else(|e| e.into_inner()) = true;
-            fence.cv.notify_one();
-        }
+        Job::Fence(ptr) => unsafe { ptr.as_ref() }.put(()),
         Job::IdleCheck => {}
     }
 }
