@@ -165,16 +165,14 @@ pub(crate) const DRIVER_PANICKED: &str =
 /// Puts the bus back in a known state after a panic during `dev`'s message:
 /// the transfer aborted and the FIFOs emptied, the device's chip select
 /// (and any other held by `cs_change`) inactive, the controller set up
-/// again before the next message. A second panic here
-/// is swallowed: the hook has reported it, and the bus must stay usable.
+/// again before the next message. A second panic here is swallowed: the
+/// hook has reported it, and the bus must stay usable.
 pub(crate) fn recover_from_panic(hw: &mut BusHw, dev: &DeviceState) {
     hw.setup = None;
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         hw.ctlr.abort();
-        if let Ok(t) = drive_cs(hw, &dev.cfg.cs, false, true) {
-            dev.last_cs_off.store(t.as_ns(), Ordering::Relaxed);
-        }
         let _ = release_held_cs(hw);
+        release_after_failure(hw, dev);
     }));
     hw.cs_held = None;
 }
@@ -216,12 +214,19 @@ pub(crate) fn execute<M: MessageSource + ?Sized>(
     }
     let result = run_steps(hw, dev, ctx, msg, &mut cs_active, in_flight);
     if result.is_err() && cs_active {
-        if let Ok(t) = drive_cs(hw, &dev.cfg.cs, false, true) {
-            dev.last_cs_off.store(t.as_ns(), Ordering::Relaxed);
-        }
-        hw.cs_held = None;
+        release_after_failure(hw, dev);
     }
     result
+}
+
+/// Releases `dev`'s chip select after its message failed (best effort: a
+/// chip select that cannot be driven has already failed the message) and
+/// stamps the release for the device's CS-inactive time.
+fn release_after_failure(hw: &mut BusHw, dev: &DeviceState) {
+    if let Ok(t) = drive_cs(hw, &dev.cfg.cs, false, true) {
+        dev.last_cs_off.store(t.as_ns(), Ordering::Relaxed);
+    }
+    hw.cs_held = None;
 }
 
 fn run_steps<M: MessageSource + ?Sized>(
