@@ -121,3 +121,22 @@ fn errors_name_the_operation_as_the_caller_wrote_the_list() {
     assert_eq!(r, Err(SpiError::Invalid(InvalidMessage::PartialWord { index: 2, len: 3, word_bytes: 2 })));
     assert_eq!(b.loopback.selects(), 0, "nothing is sent for an invalid transaction");
 }
+
+#[test]
+fn a_list_longer_than_the_inline_plan_runs_every_operation_in_one_window() {
+    let b = bench(Policy::fast());
+    let mut dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    let sent: Vec<[u8; 2]> = (0..12u8).map(|i| [i, 0x80 | i]).collect();
+    let mut got = [[0u8; 2]; 12];
+    let mut ops: Vec<Operation<'_, u8>> = Vec::new();
+    for (rx, tx) in got.iter_mut().zip(&sent) {
+        ops.push(Operation::Transfer(rx, tx));
+        ops.push(Operation::DelayNs(500));
+    }
+    b.block.trace_start(1 << 10);
+    dev.transaction(&mut ops).unwrap();
+    drop(ops);
+    let w = cs_windows(&b.block.trace_take());
+    assert_eq!((w.len(), w[0].words), (1, 24), "one CS window with every word");
+    assert_eq!(got.to_vec(), sent, "the loopback returns what each operation sent");
+}

@@ -206,23 +206,30 @@ pub trait Controller: Send + 'static {
     fn set_power(&mut self, on: bool);
 }
 
+/// Capabilities of a plain controller for unit tests: up to 100 MHz from a
+/// 200 MHz divider, 8/16/24/32-bit words, 4 chip selects.
+#[cfg(test)]
+pub(crate) fn test_caps() -> ControllerCaps {
+    ControllerCaps {
+        name: "t",
+        max_speed_hz: 100_000_000,
+        min_speed_hz: 1,
+        clock: ClockModel::Divider { base_hz: 200_000_000, min_div: 2, max_div: 1 << 20 },
+        fifo_bytes: 64,
+        bits_per_word_mask: 0x8080_8080,
+        num_cs: 4,
+        can_poll: true,
+        has_irq: true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn divider_never_exceeds_requested_speed() {
-        let caps = ControllerCaps {
-            name: "t",
-            max_speed_hz: 100_000_000,
-            min_speed_hz: 1,
-            clock: ClockModel::Divider { base_hz: 200_000_000, min_div: 2, max_div: 1 << 20 },
-            fifo_bytes: 64,
-            bits_per_word_mask: 0x8080_8080,
-            num_cs: 4,
-            can_poll: true,
-            has_irq: true,
-        };
+        let caps = test_caps();
         assert_eq!(caps.actual_speed_hz(20_000_000), 20_000_000);
         assert_eq!(caps.actual_speed_hz(30_000_000), 28_571_428);
         assert_eq!(caps.actual_speed_hz(500_000_000), 100_000_000);

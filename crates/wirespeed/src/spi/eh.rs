@@ -82,6 +82,19 @@ fn walk(ops: &[Operation<'_, u8>], mut f: impl FnMut(usize, Part, u64) -> bool) 
     delay
 }
 
+/// Operation lists of up to this many steps are planned once, on the stack,
+/// as [`SpiDevice::sync`] plans short messages; a longer list is validated
+/// in one pass and each step located and planned again when it runs.
+const INLINE: usize = 8;
+
+/// Where a step's data is, and its plan.
+#[derive(Clone, Copy)]
+struct Planned {
+    op: usize,
+    part: Part,
+    step: Step,
+}
+
 /// An operation list as a message: its transfer steps, or one empty CS
 /// window if it moves no data.
 struct Ops<'o, 'b> {
@@ -91,6 +104,8 @@ struct Ops<'o, 'b> {
     /// Delay after the last step (trailing `DelayNs` operations, including
     /// those before empty operations at the end).
     trailing_ns: u64,
+    /// Every step, if there are at most [`INLINE`] (filled by [`Ops::plan`]).
+    planned: Option<[Planned; INLINE]>,
 }
 
 impl<'o, 'b> Ops<'o, 'b> {
@@ -100,11 +115,42 @@ impl<'o, 'b> Ops<'o, 'b> {
             data_steps += 1;
             true
         });
-        Ops { ops, data_steps, trailing_ns }
+        Ops { ops, data_steps, trailing_ns, planned: None }
+    }
+
+    /// Validates every step in one pass, keeping the plans of a short list.
+    fn plan(&mut self, dev: &DeviceConfig, caps: &ControllerCaps) -> Result<(), InvalidMessage> {
+        let empty = Planned { op: 0, part: Part::Window, step: Step::EMPTY };
+        let mut planned = [empty; INLINE];
+        if self.data_steps == 0 {
+            planned[0].step = self.plan_part(0, 0, Part::Window, 0, dev, caps)?;
+        } else {
+            let mut k = 0;
+            let mut failed = None;
+            walk(self.ops, |op, part, delay| {
+                match self.plan_part(k, op, part, delay, dev, caps) {
+                    Ok(step) if k < INLINE => planned[k] = Planned { op, part, step },
+                    Ok(_) => {}
+                    Err(e) => failed = Some(e),
+                }
+                k += 1;
+                failed.is_none()
+            });
+            if let Some(e) = failed {
+                return Err(e);
+            }
+        }
+        if self.count() <= INLINE {
+            self.planned = Some(planned);
+        }
+        Ok(())
     }
 
     /// Step `idx`: its operation, part and delay before it.
     fn locate(&self, idx: usize) -> (usize, Part, u64) {
+        if let Some(p) = &self.planned {
+            return (p[idx].op, p[idx].part, p[idx].step.delay_before_ns);
+        }
         if self.data_steps == 0 {
             return (0, Part::Window, 0);
         }
@@ -119,6 +165,44 @@ impl<'o, 'b> Ops<'o, 'b> {
             true
         });
         found
+    }
+
+    /// Plans step `k`, which is `part` of operation `op` after `delay_before` ns.
+    fn plan_part(
+        &self,
+        k: usize,
+        op: usize,
+        part: Part,
+        delay_before: u64,
+        dev: &DeviceConfig,
+        caps: &ControllerCaps,
+    ) -> Result<Step, InvalidMessage> {
+        let mut st = if let Part::Window = part {
+            Step { bits: dev.bits_per_word, speed_hz: dev.speed_hz, ..Step::EMPTY }
+        } else {
+            // Planning needs only lengths; a shared view of the op is enough.
+            let len = match (&self.ops[op], part) {
+                (Operation::Transfer(_, _), Part::Head(n)) => n,
+                (Operation::Transfer(r, _), Part::ReadTail(n)) => r.len() - n,
+                (Operation::Transfer(_, w), Part::WriteTail(n)) => w.len() - n,
+                (Operation::Read(b), _) => b.len(),
+                (Operation::Write(b), _) => b.len(),
+                (Operation::TransferInPlace(b), _) => b.len(),
+                (Operation::Transfer(r, _), _) => r.len(),
+                (Operation::DelayNs(_), _) => 0,
+            };
+            let (tx, rx) = match (&self.ops[op], part) {
+                (Operation::Read(_), _) | (_, Part::ReadTail(_)) => (false, true),
+                (Operation::Write(_), _) | (_, Part::WriteTail(_)) => (true, false),
+                _ => (true, true),
+            };
+            Step { tx, rx, ..plan_shape(op, len, 0, 0, dev, caps)? }
+        };
+        st.delay_before_ns = delay_before;
+        if k + 1 == self.count() {
+            st.delay_after_ns = self.trailing_ns;
+        }
+        Ok(st)
     }
 
     /// Reports an executor error by operation index, as the caller wrote
@@ -151,33 +235,11 @@ impl MessageSource for Ops<'_, '_> {
     }
 
     fn step(&self, i: usize, dev: &DeviceConfig, caps: &ControllerCaps) -> Result<Step, InvalidMessage> {
-        let (op, part, delay_before) = self.locate(i);
-        let mut st = if let Part::Window = part {
-            Step { bits: dev.bits_per_word, speed_hz: dev.speed_hz, ..Step::EMPTY }
-        } else {
-            // Planning needs only lengths; a shared view of the op is enough.
-            let len = match (&self.ops[op], part) {
-                (Operation::Transfer(_, _), Part::Head(n)) => n,
-                (Operation::Transfer(r, _), Part::ReadTail(n)) => r.len() - n,
-                (Operation::Transfer(_, w), Part::WriteTail(n)) => w.len() - n,
-                (Operation::Read(b), _) => b.len(),
-                (Operation::Write(b), _) => b.len(),
-                (Operation::TransferInPlace(b), _) => b.len(),
-                (Operation::Transfer(r, _), _) => r.len(),
-                (Operation::DelayNs(_), _) => 0,
-            };
-            let (tx, rx) = match (&self.ops[op], part) {
-                (Operation::Read(_), _) | (_, Part::ReadTail(_)) => (false, true),
-                (Operation::Write(_), _) | (_, Part::WriteTail(_)) => (true, false),
-                _ => (true, true),
-            };
-            Step { tx, rx, ..plan_shape(op, len, 0, 0, dev, caps)? }
-        };
-        st.delay_before_ns = delay_before;
-        if i + 1 == self.count() {
-            st.delay_after_ns = self.trailing_ns;
+        if let Some(p) = &self.planned {
+            return Ok(p[i].step);
         }
-        Ok(st)
+        let (op, part, delay_before) = self.locate(i);
+        self.plan_part(i, op, part, delay_before, dev, caps)
     }
 
     fn data(&mut self, i: usize) -> Data<'_> {
@@ -193,10 +255,7 @@ impl spi::SpiDevice<u8> for SpiDevice {
     /// Errors name the operation (its index in `operations`).
     fn transaction(&mut self, operations: &mut [Operation<'_, u8>]) -> Result<(), SpiError> {
         let mut ops = Ops::new(operations);
-        let caps = &self.bus().inner.caps;
-        for i in 0..ops.count() {
-            ops.step(i, self.config(), caps)?;
-        }
+        ops.plan(self.config(), &self.bus().inner.caps)?;
         let result = self.bus().inner.sync(&self.state, &mut ops);
         result.map_err(|e| ops.by_operation(e))
     }
@@ -254,6 +313,30 @@ mod tests {
         let (op, _, before) = ops.locate(1);
         assert_eq!((op, before), (4, 2 * u64::from(u32::MAX)));
         assert_eq!(ops.trailing_ns, 12, "delays around a trailing empty operation both count");
+    }
+
+    #[test]
+    fn planning_once_gives_the_steps_a_walk_gives() {
+        let (dev, caps) = (DeviceConfig::new(0, 20_000_000), crate::spi::controller::test_caps());
+        for n in [3usize, INLINE, INLINE + 3] {
+            let mut bufs: Vec<[u8; 2]> = (0..n).map(|i| [i as u8; 2]).collect();
+            let mut list: Vec<Operation<'_, u8>> = Vec::new();
+            for (i, b) in bufs.iter_mut().enumerate() {
+                list.push(Operation::DelayNs(i as u32 * 10));
+                list.push(if i % 2 == 0 { Operation::Write(&b[..]) } else { Operation::Read(&mut b[..]) });
+            }
+            let walked: Vec<_> = {
+                let ops = Ops::new(&mut list);
+                (0..ops.count()).map(|i| (ops.locate(i).0, ops.step(i, &dev, &caps).unwrap())).collect()
+            };
+            let mut ops = Ops::new(&mut list);
+            ops.plan(&dev, &caps).unwrap();
+            assert_eq!(ops.planned.is_some(), n <= INLINE, "{n} steps");
+            let planned: Vec<_> =
+                (0..ops.count()).map(|i| (ops.locate(i).0, ops.step(i, &dev, &caps).unwrap())).collect();
+            assert_eq!(planned, walked, "{n} steps");
+            assert_eq!(walked[n - 1].1.delay_before_ns, (n as u64 - 1) * 10);
+        }
     }
 
     #[test]

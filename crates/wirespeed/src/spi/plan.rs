@@ -156,21 +156,11 @@ pub(crate) fn validate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spi::controller::ClockModel;
+    use crate::spi::controller::test_caps;
 
     #[test]
     fn wire_time_of_gigabytes_does_not_wrap() {
-        let caps = ControllerCaps {
-            name: "t",
-            max_speed_hz: 100_000_000,
-            min_speed_hz: 1,
-            clock: ClockModel::Exact,
-            fifo_bytes: 64,
-            bits_per_word_mask: 1 << 7,
-            num_cs: 1,
-            can_poll: true,
-            has_irq: true,
-        };
+        let caps = test_caps();
         let dev = DeviceConfig::new(0, 20_000_000);
         // 2.4 GB × 8 bits × 10^9 does not fit in 64 bits.
         let st = plan_shape(0, 2_400_000_000, 0, 0, &dev, &caps).unwrap();
