@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wirespeed::backend::lab::LabSpi;
 use wirespeed::spi::{
-    Bus, Completion, Controller, ControllerCaps, ControllerFault, Data, DeviceConfig, InFlight, Mode, OwnedTransfer,
+    Completion, Controller, ControllerCaps, ControllerFault, Data, DeviceConfig, InFlight, Mode, OwnedTransfer,
     Pending, Policy, SpiError, TransferTiming,
 };
-use wirespeed_lab::{Lab, LabConfig};
+use wirespeed_lab::{devices::Loopback, LabConfig};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -36,7 +36,7 @@ fn in_child(name: &str) -> Option<(std::process::ExitStatus, String)> {
 #[test]
 fn queued_work_is_sent_before_the_bus_goes() {
     within(LIMIT, "dropping the bus hung", || {
-        let common::Bench { regfile, bus, .. } = bench(Policy::fast());
+        let common::Bench { lab: _lab, regfile, bus, .. } = bench(Policy::fast());
         let dev = bus.device(DeviceConfig::new(1, 20_000_000)).unwrap();
         for reg in 0..8u8 {
             let pm = dev.prepare(vec![OwnedTransfer::write(vec![0x02, reg, 0x40 + reg])]).unwrap();
@@ -50,10 +50,7 @@ fn queued_work_is_sent_before_the_bus_goes() {
 }
 
 fn streaming_callback_owns_the_last_handle(panic_in_callback: bool) {
-    let lab = Lab::new(LabConfig::default());
-    let block = lab.spi_controller(Default::default());
-    block.attach(0, wirespeed_lab::devices::Loopback::new());
-    let bus = Bus::new(LabSpi::new(block), Policy::fast());
+    let common::Bench { lab: _lab, bus, .. } = bench(Policy::fast());
     let dev = bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
@@ -139,10 +136,7 @@ impl Controller for PanicOn0xEE {
 fn a_driver_panic_fails_its_message_and_the_bus_carries_on() {
     let Some((status, stderr)) = in_child("a_driver_panic_fails_its_message_and_the_bus_carries_on") else {
         return within(LIMIT, "a waiter hung after the driver panicked", || {
-            let lab = Lab::new(LabConfig::default());
-            let block = lab.spi_controller(Default::default());
-            block.attach(0, wirespeed_lab::devices::Loopback::new());
-            let bus = Bus::new(PanicOn0xEE(LabSpi::new(block)), Policy::fast());
+            let (_lab, bus) = common::lab_bus(LabConfig::default(), Policy::fast(), Loopback::new(), PanicOn0xEE);
             let dev = bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
             let bad = dev.prepare(vec![OwnedTransfer::write(vec![0xEE; 4])]).unwrap();
             let good = dev.prepare(vec![OwnedTransfer::duplex(vec![7; 4])]).unwrap();

@@ -6,7 +6,6 @@ mod common;
 use common::{alloc_count, bench, within};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wirespeed::backend::lab::LabSpi;
 use wirespeed::spi::{Bus, DeviceConfig, InvalidMessage, OwnedTransfer, Policy, SpiError, Transfer};
 use wirespeed_lab::spi::SpiDeviceModel;
 use wirespeed_lab::{Lab, LabConfig};
@@ -35,6 +34,13 @@ impl SpiDeviceModel for Recorder {
     }
 }
 
+/// A bus on a lab of its own with a [`Recorder`] on CS 0.
+fn recorder_bus(policy: Policy) -> (Lab, Recorder, Bus) {
+    let rec = Recorder::default();
+    let (lab, bus) = common::lab_bus(LabConfig::default(), policy, rec.clone(), |d| d);
+    (lab, rec, bus)
+}
+
 fn msg(thread: u8, seq: u32) -> [u8; 5] {
     let s = seq.to_be_bytes();
     [thread, s[0], s[1], s[2], s[3]]
@@ -44,11 +50,7 @@ fn msg(thread: u8, seq: u32) -> [u8; 5] {
 /// message carries (thread, sequence). On the wire, each thread's sequence
 /// must appear exactly once per number and in order.
 fn hammer(policy: Policy, threads: u8, per_thread: u32) {
-    let lab = Lab::new(LabConfig { instant_wire: false, ..LabConfig::default() });
-    let block = lab.spi_controller(Default::default());
-    let rec = Recorder::default();
-    block.attach(0, rec.clone());
-    let bus = Bus::new(LabSpi::new(block), policy);
+    let (_lab, rec, bus) = recorder_bus(policy);
     std::thread::scope(|sc| {
         for t in 0..threads {
             let dev = bus.device(DeviceConfig::new(0, 50_000_000)).unwrap();
@@ -114,11 +116,7 @@ fn classic_handoff_keeps_order_too() {
 /// and returns when each message's callback ran and when each message's CS
 /// window opened on the wire.
 fn completions_and_starts(policy: Policy) -> (Vec<Instant>, Vec<Instant>) {
-    let lab = Lab::new(LabConfig { instant_wire: false, ..LabConfig::default() });
-    let block = lab.spi_controller(Default::default());
-    let rec = Recorder::default();
-    block.attach(0, rec.clone());
-    let bus = Bus::new(LabSpi::new(block), policy);
+    let (_lab, rec, bus) = recorder_bus(policy);
     let dev = bus.device(DeviceConfig::new(0, 1_000_000)).unwrap();
     let done = Arc::new(Mutex::new(Vec::new()));
     let (tx, rx) = std::sync::mpsc::channel();
@@ -263,11 +261,7 @@ fn bus_lock_holds_off_others_and_queues_their_async_work() {
 
 #[test]
 fn a_bus_lock_waits_for_async_messages_submitted_before_it() {
-    let lab = Lab::new(LabConfig::default());
-    let block = lab.spi_controller(Default::default());
-    let rec = Recorder::default();
-    block.attach(0, rec.clone());
-    let bus = Bus::new(LabSpi::new(block), Policy::fast());
+    let (_lab, rec, bus) = recorder_bus(Policy::fast());
     let dev = bus.device(DeviceConfig::new(0, 10_000_000)).unwrap();
     for round in 0..20u8 {
         rec.windows.lock().unwrap().clear();

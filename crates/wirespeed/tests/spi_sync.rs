@@ -175,16 +175,11 @@ fn a_held_cs_released_by_another_device_still_keeps_its_inactive_time() {
 
 #[test]
 fn a_transfer_longer_than_one_controller_burst_is_sent_whole_under_one_chip_select() {
-    use wirespeed::backend::lab::LabSpi;
-    use wirespeed::spi::Bus;
-    use wirespeed_lab::devices::Loopback;
-    use wirespeed_lab::{Lab, LabConfig};
+    use wirespeed_lab::{devices::Loopback, LabConfig};
     // The WSPI block shifts at most 2^24 − 1 words per burst (XFERLEN is 24 bits).
-    let lab = Lab::new(LabConfig { instant_wire: true, ..LabConfig::default() });
-    let block = lab.spi_controller(Default::default());
     let lb = Loopback::new();
-    block.attach(0, lb.clone());
-    let bus = Bus::new(LabSpi::new(block), Policy::fast());
+    let config = LabConfig { instant_wire: true, ..LabConfig::default() };
+    let (_lab, bus) = common::lab_bus(config, Policy::fast(), lb.clone(), |d| d);
     let dev = bus.device(DeviceConfig::new(0, 50_000_000)).unwrap();
     let n = (1 << 24) + 5;
     let tx = pattern(n, 7);

@@ -8,9 +8,9 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
 use wirespeed::backend::lab::LabSpi;
-use wirespeed::spi::{Bus, Policy};
+use wirespeed::spi::{Bus, Controller, Policy};
 use wirespeed_lab::devices::{Loopback, RegFile};
-use wirespeed_lab::spi::SpiController;
+use wirespeed_lab::spi::{SpiController, SpiDeviceModel};
 use wirespeed_lab::{Lab, LabConfig};
 
 pub struct Bench {
@@ -31,6 +31,22 @@ pub fn bench(policy: Policy) -> Bench {
     block.attach(1, regfile.clone());
     let bus = Bus::new(LabSpi::new(block.clone()), policy);
     Bench { lab, block, loopback, regfile, bus }
+}
+
+/// A bus on a lab of its own (`config`) with `device` on CS 0, run by the
+/// lab's controller driver as `wrap` makes it (`|d| d` for the driver
+/// itself, or a wrapper that injects faults). Keep the lab alive with the bus.
+pub fn lab_bus<C: Controller>(
+    config: LabConfig,
+    policy: Policy,
+    device: impl SpiDeviceModel + 'static,
+    wrap: impl FnOnce(LabSpi) -> C,
+) -> (Lab, Bus) {
+    let lab = Lab::new(config);
+    let block = lab.spi_controller(Default::default());
+    block.attach(0, device);
+    let bus = Bus::new(wrap(LabSpi::new(block)), policy);
+    (lab, bus)
 }
 
 /// Runs `f` on its own thread and returns its result, or fails the test
