@@ -105,7 +105,8 @@ impl Regmap {
         defaults.sort_by_key(|&(r, _)| r);
         defaults.dedup_by_key(|&mut (r, _)| r);
 
-        let slots = config.max_register / config.reg_stride + 1;
+        // As u64: a full 32-bit map at stride 1 has 2^32 slots.
+        let slots = u64::from(config.max_register / config.reg_stride) + 1;
         let props = Props::compile(&config, slots);
         let cache = new_cache(config.cache, slots);
         for &(reg, val) in &defaults {

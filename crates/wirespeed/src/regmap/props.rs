@@ -9,7 +9,7 @@ pub(crate) const VOLATILE: u8 = 4;
 pub(crate) const PRECIOUS: u8 = 8;
 
 /// Largest register count for which flags are tabulated (64 KiB of table).
-const TABLE_MAX: u32 = 1 << 16;
+const TABLE_MAX: u64 = 1 << 16;
 
 #[derive(Debug)]
 pub(crate) struct Props {
@@ -19,11 +19,11 @@ pub(crate) struct Props {
 }
 
 impl Props {
-    pub(crate) fn compile(cfg: &RegmapConfig, slots: u32) -> Props {
+    pub(crate) fn compile(cfg: &RegmapConfig, slots: u64) -> Props {
         let sets = [cfg.readable.clone(), cfg.writeable.clone(), cfg.volatile.clone(), cfg.precious.clone()];
         let mut p = Props { table: None, sets, stride: cfg.reg_stride };
         if slots <= TABLE_MAX {
-            let table: Box<[u8]> = (0..slots).map(|i| p.compute(i * cfg.reg_stride)).collect();
+            let table: Box<[u8]> = (0..slots as u32).map(|i| p.compute(i * cfg.reg_stride)).collect();
             p.table = Some(table);
         }
         p

@@ -29,8 +29,8 @@ fn bit(idx: u32) -> (usize, u64) {
 }
 
 impl FlatCache {
-    /// A cache of `slots` registers, all absent.
-    pub fn new(slots: u32) -> FlatCache {
+    /// A cache of `slots` registers (up to 2^32: every `u32` slot), all absent.
+    pub fn new(slots: u64) -> FlatCache {
         let words = slots.div_ceil(64) as usize;
         FlatCache {
             vals: (0..slots).map(|_| AtomicU32::new(0)).collect(),

@@ -42,8 +42,8 @@ pub trait Cache: Send + Sync + fmt::Debug {
     fn clear_dirty(&self, idx: u32);
 }
 
-/// A cache of `kind` for `slots` registers.
-pub fn new_cache(kind: CacheType, slots: u32) -> Box<dyn Cache> {
+/// A cache of `kind` for `slots` registers (up to 2^32: every `u32` slot).
+pub fn new_cache(kind: CacheType, slots: u64) -> Box<dyn Cache> {
     match kind {
         CacheType::None => Box::new(none::NoCache),
         CacheType::Flat => Box::new(flat::FlatCache::new(slots)),

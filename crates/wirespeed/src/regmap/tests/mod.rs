@@ -2,6 +2,7 @@
 //! and every bus (see [`rig`]), plus the CRC-format checks on the RAM bus.
 
 mod crc;
+mod limits;
 mod rig;
 mod spi_rig;
 mod stress;
