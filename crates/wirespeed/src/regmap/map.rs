@@ -641,7 +641,8 @@ impl Regmap {
     }
 
     /// Sends the windows in `io` as few messages as the bus's size limit
-    /// allows (asynchronously if `submit`, then waits). Returns messages used.
+    /// allows (asynchronously if `submit`, then waits, also when a submit is
+    /// refused). Returns messages used.
     fn send_windows(&self, io: &mut Io, submit: bool) -> Result<usize, BusError> {
         let Io { bus, buf, ends, messages, .. } = io;
         let limit = bus.max_message_bytes().unwrap_or(usize::MAX);
@@ -658,7 +659,11 @@ impl Regmap {
             // Even one window goes as a batch: a bus may keep a prepared
             // message per batch shape (the SPI adapter does).
             if submit {
-                bus.submit_batch(Batch::part(buf, start, part))?;
+                if let Err(e) = bus.submit_batch(Batch::part(buf, start, part)) {
+                    // Wait for what was submitted before, so that its outcome is
+                    // not left for a later call to report; the first error wins.
+                    return Err(bus.complete().err().unwrap_or(e));
+                }
             } else {
                 bus.write_batch(Batch::part(buf, start, part))?;
             }

@@ -6,4 +6,5 @@ mod limits;
 mod rig;
 mod spi_rig;
 mod stress;
+mod submit;
 mod suite;
