@@ -123,10 +123,14 @@ impl Format for Mcp251xfd {
             usize::MAX
         } else if Self::in_ram(reg) {
             255 * 4
-        } else {
+        } else if reg < MCP251XFD_RAM_START {
             // 255 bytes, whole registers, and not across into the RAM (whose
             // length unit differs).
-            (252u32).min(MCP251XFD_RAM_START.saturating_sub(reg).max(4)) as usize
+            (252u32).min((MCP251XFD_RAM_START - reg).max(4)) as usize
+        } else {
+            // Above the RAM (0xE00..: OSC, IOCON, CRC, ECC, DEVID): nothing
+            // to cross into.
+            252
         }
     }
 
@@ -203,6 +207,7 @@ mod tests {
         assert_eq!(f.max_data_bytes(0x000), 252);
         assert_eq!(f.max_data_bytes(0x3F8), 8);
         assert_eq!(f.max_data_bytes(0x400), 1020);
+        assert_eq!(f.max_data_bytes(0xE00), 252);
         assert_eq!(Mcp251xfd::plain().max_data_bytes(0), usize::MAX);
     }
 }

@@ -107,3 +107,23 @@ fn long_crc_bursts_are_split_at_the_length_byte() {
     let reads: Vec<(u32, usize)> = a[a.len() - 2..].iter().map(|x| (x.windows[0].reg, x.windows[0].count)).collect();
     assert_eq!(reads, vec![(0x3F8, 2), (0x400, 2)]);
 }
+
+#[test]
+fn crc_bursts_above_the_ram_are_not_cut_to_one_register() {
+    // The MCP2518FD's own SFRs (OSC, IOCON, CRC, ECCCON, ECCSTAT, DEVID) lie
+    // above the message RAM, at 0xE00..=0xE14: nothing to cross into there.
+    let format = Mcp251xfd::crc();
+    let mut c = RegmapConfig::new(format, 0xE14);
+    c.reg_stride = 4;
+    c.cache = CacheType::None;
+    let ram = RamBus::new(Arc::new(format) as Arc<dyn Format>, 4, 0xE14);
+    let map = Regmap::new(c, ram.clone()).unwrap();
+    let vals: Vec<u32> = (0..6).map(|i| 0x1111_1111 * i).collect();
+    map.bulk_write(0xE00, &vals).unwrap();
+    let mut out = [0u32; 6];
+    map.bulk_read(0xE00, &mut out).unwrap();
+    assert_eq!(out.to_vec(), vals);
+    let a = ram.accesses();
+    let windows: Vec<(Op, u32, usize)> = a.iter().flat_map(|x| &x.windows).map(|w| (w.op, w.reg, w.count)).collect();
+    assert_eq!(windows, vec![(Op::Write, 0xE00, 6), (Op::Read, 0xE00, 6)], "one command each way");
+}
