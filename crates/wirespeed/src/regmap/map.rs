@@ -501,13 +501,20 @@ impl Regmap {
         Ok(())
     }
 
-    /// Registers per command at `reg`.
-    fn burst_regs(&self, reg: u32) -> usize {
-        if self.fmt.auto_increment() {
-            (self.fmt.max_data_bytes(reg) / self.val_bytes).max(1)
-        } else {
-            1
+    /// Registers per command at `reg`: as many as the format allows and, if
+    /// the bus limits its messages, as fit in one message with the command's
+    /// header and trailer (at least one: a register that cannot fit gets the
+    /// bus's `TooLong`).
+    fn burst_regs(&self, bus: &dyn RegmapBus, op: Op, reg: u32) -> usize {
+        if !self.fmt.auto_increment() {
+            return 1;
         }
+        let mut bytes = self.fmt.max_data_bytes(reg);
+        if let Some(limit) = bus.max_message_bytes() {
+            let overhead = self.fmt.header(op, reg, self.val_bytes).as_slice().len() + self.fmt.trailer_len();
+            bytes = bytes.min(limit.saturating_sub(overhead));
+        }
+        (bytes / self.val_bytes).max(1)
     }
 
     /// Reads `out.len()` adjacent registers from the device, one message per
@@ -518,7 +525,7 @@ impl Regmap {
         let mut done = 0;
         while done < out.len() {
             let r = reg + done as u32 * self.stride;
-            let n = self.burst_regs(r).min(out.len() - done);
+            let n = self.burst_regs(&*io.bus, Op::Read, r).min(out.len() - done);
             let header = self.fmt.header(Op::Read, r, n * vb);
             io.buf.clear();
             io.buf.resize(n * vb + tl, 0);
@@ -611,13 +618,13 @@ impl Regmap {
     /// registers share one command) in `io.buf`, window ends in `io.ends`.
     fn build_windows(&self, io: &mut Io, pairs: &[(u32, u32)]) {
         let vb = self.val_bytes;
-        let (buf, ends) = (&mut io.buf, &mut io.ends);
+        let (bus, buf, ends) = (&*io.bus, &mut io.buf, &mut io.ends);
         buf.clear();
         ends.clear();
         let mut i = 0;
         while i < pairs.len() {
             let start = pairs[i].0;
-            let max_n = self.burst_regs(start);
+            let max_n = self.burst_regs(bus, Op::Write, start);
             let mut n = 1;
             while i + n < pairs.len()
                 && n < max_n

@@ -2,7 +2,8 @@
 //! maps, bursts at the edges of a format's regions and of the bus's message
 //! size.
 
-use crate::regmap::format::StdFormat;
+use super::rig::ram_rig;
+use crate::regmap::format::{Op, StdFormat};
 use crate::regmap::{CacheType, RamBus, Regmap, RegmapConfig};
 use std::sync::Arc;
 
@@ -19,5 +20,28 @@ fn a_map_of_the_whole_32_bit_address_space_builds_and_works() {
         assert_eq!(ram.peek(0x10), 0x5A);
         assert_eq!(map.read(0x10).unwrap(), 0x5A);
         assert_eq!(map.max_register(), u32::MAX);
+    }
+}
+
+#[test]
+fn bursts_longer_than_the_bus_message_limit_are_split_into_commands_that_fit() {
+    for cache in [CacheType::None, CacheType::Flat] {
+        let r = ram_rig(cache);
+        let ram = r.dev.ram().unwrap();
+        // 2-byte header: at most 6 one-byte registers per 8-byte message.
+        ram.set_max_message_bytes(Some(8));
+        let vals: Vec<u32> = (1..=10).collect();
+        r.map.bulk_write(0xA0, &vals).expect("a burst the bus cannot carry whole is split");
+        assert_eq!((0xA0..0xAA).map(|g| ram.peek(g)).collect::<Vec<_>>(), vals);
+        let writes: Vec<(u32, u32)> = (0..8).map(|i| (0xB0 + i, 0x40 + i)).collect();
+        r.map.multi_write(&writes).unwrap();
+        assert_eq!((0xB0..0xB8).map(|g| ram.peek(g)).collect::<Vec<_>>(), (0x40..0x48).collect::<Vec<_>>());
+        r.map.drop_region(0xA0, 0xA9).unwrap();
+        let before = r.log.messages();
+        let mut out = [0u32; 10];
+        r.map.bulk_read(0xA0, &mut out).expect("a read the bus cannot carry whole is split");
+        assert_eq!(out.to_vec(), vals);
+        let reads: Vec<_> = r.log.since(before).iter().flat_map(|m| m.windows.clone()).collect();
+        assert_eq!(reads, vec![(Op::Read, 0xA0, 6), (Op::Read, 0xA6, 4)], "{cache:?}");
     }
 }
