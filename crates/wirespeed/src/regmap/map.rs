@@ -77,6 +77,11 @@ impl Regmap {
     pub fn new(config: RegmapConfig, bus: impl RegmapBus + 'static) -> Result<Regmap, ConfigError> {
         let fmt = config.format.clone();
         fmt.validate()?;
+        // Checked here too: a format of the public trait may skip validate.
+        let val_bits = fmt.val_bits();
+        if !matches!(val_bits, 8 | 16 | 32) {
+            return Err(ConfigError::BadWidth { what: "val_bits", bits: val_bits });
+        }
         if config.reg_stride == 0 {
             return Err(ConfigError::ZeroStride);
         }
@@ -84,7 +89,7 @@ impl Regmap {
         if config.max_register > format_max {
             return Err(ConfigError::MaxRegisterTooLarge { max: config.max_register, format_max });
         }
-        let val_mask = if fmt.val_bits() >= 32 { u32::MAX } else { (1u32 << fmt.val_bits()) - 1 };
+        let val_mask = if val_bits == 32 { u32::MAX } else { (1u32 << val_bits) - 1 };
         let mut defaults = config.defaults.clone();
         for &(reg, val) in &defaults {
             let why = if reg > config.max_register {

@@ -3,8 +3,8 @@
 //! size.
 
 use super::rig::ram_rig;
-use crate::regmap::format::{Op, StdFormat};
-use crate::regmap::{CacheType, RamBus, Regmap, RegmapConfig};
+use crate::regmap::format::{DeviceRequest, Format, Inline, Op, StdFormat};
+use crate::regmap::{CacheType, ConfigError, RamBus, Regmap, RegmapConfig};
 use std::sync::Arc;
 
 #[test]
@@ -43,5 +43,45 @@ fn bursts_longer_than_the_bus_message_limit_are_split_into_commands_that_fit() {
         assert_eq!(out.to_vec(), vals);
         let reads: Vec<_> = r.log.since(before).iter().flat_map(|m| m.windows.clone()).collect();
         assert_eq!(reads, vec![(Op::Read, 0xA0, 6), (Op::Read, 0xA6, 4)], "{cache:?}");
+    }
+}
+
+/// A format of the public trait that reports a value width of its own.
+#[derive(Debug)]
+struct Width(u32);
+
+impl Format for Width {
+    fn name(&self) -> &'static str {
+        "width"
+    }
+    fn max_address(&self) -> u32 {
+        0xFF
+    }
+    fn val_bits(&self) -> u32 {
+        self.0
+    }
+    fn encode_val(&self, val: u32, out: &mut [u8]) {
+        StdFormat::new(8, 8).encode_val(val, out)
+    }
+    fn decode_val(&self, bytes: &[u8]) -> u32 {
+        StdFormat::new(8, 8).decode_val(bytes)
+    }
+    fn header(&self, op: Op, reg: u32, data_len: usize) -> Inline {
+        StdFormat::new(8, 8).header(op, reg, data_len)
+    }
+    fn decode_header(&self, op: Op, tx: &[u8]) -> Result<DeviceRequest, String> {
+        StdFormat::new(8, 8).decode_header(op, tx)
+    }
+}
+
+#[test]
+fn a_format_with_a_value_width_other_than_8_16_32_is_refused() {
+    // 12 bits would be sent as one byte (0xABC silently becomes 0xBC); 0 and
+    // 40 bits would panic (chunks of 0 bytes, a shift by 40).
+    for bits in [0, 12, 24, 40] {
+        let config = RegmapConfig::new(Width(bits), 0xFF);
+        let ram = RamBus::new(Arc::new(StdFormat::new(8, 8)), 1, 0xFF);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Regmap::new(config, ram).map(|_| ())));
+        assert_eq!(r.ok(), Some(Err(ConfigError::BadWidth { what: "val_bits", bits })), "val_bits = {bits}");
     }
 }
