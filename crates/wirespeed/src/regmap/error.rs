@@ -33,7 +33,8 @@ impl std::error::Error for BusError {}
 
 /// An error of a register access. Nothing was changed (neither the device nor
 /// the cache) unless the variant says otherwise ([`RegmapError::Bus`] during a
-/// multi-message operation may have left earlier messages applied).
+/// multi-message operation may have left earlier messages applied; a write's
+/// cache then holds what those messages wrote).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RegmapError {
     /// The register may not be read (see `RegmapConfig::readable`).

@@ -29,6 +29,8 @@ struct Io {
     bus: Box<dyn RegmapBus>,
     buf: Vec<u8>,
     ends: Vec<usize>,
+    /// Pairs laid out up to each window (end index into the pairs).
+    runs: Vec<usize>,
     pairs: Vec<(u32, u32)>,
     vals: Vec<u32>,
     messages: u64,
@@ -132,6 +134,7 @@ impl Regmap {
                 bus: Box::new(bus),
                 buf: Vec::new(),
                 ends: Vec::new(),
+                runs: Vec::new(),
                 pairs: Vec::new(),
                 vals: Vec::new(),
                 messages: 0,
@@ -361,7 +364,8 @@ impl Regmap {
         }
         self.build_windows(io, pairs);
         let first = pairs.first().map_or(0, |p| p.0);
-        report.messages = self.send_windows(io, true).map_err(|error| RegmapError::Bus { reg: first, error })?;
+        // On failure everything stays dirty: the cache holds what the device should.
+        report.messages = self.send_windows(io, true).map_err(|(_, error)| RegmapError::Bus { reg: first, error })?;
         for &(reg, _) in pairs.iter() {
             self.cache.clear_dirty(reg / self.stride);
         }
@@ -609,23 +613,32 @@ impl Regmap {
             return Ok(());
         }
         self.build_windows(io, pairs);
-        self.send_windows(io, false).map_err(|error| RegmapError::Bus { reg: pairs[0].0, error })?;
-        for &(reg, val) in pairs {
+        let sent = self.send_windows(io, false);
+        // After a failure, the windows of the messages before it were applied:
+        // their registers are cached as written, as on success.
+        let applied = match sent {
+            Ok(_) => pairs.len(),
+            Err((0, _)) => 0,
+            Err((windows, _)) => io.runs[windows - 1],
+        };
+        for &(reg, val) in &pairs[..applied] {
             let idx = reg / self.stride;
             if self.cacheable(self.props.flags(idx), mode) {
                 self.cache.set(idx, val, false);
             }
         }
-        Ok(())
+        sent.map(|_| ()).map_err(|(_, error)| RegmapError::Bus { reg: pairs[0].0, error })
     }
 
     /// Lays out write commands for `pairs` (in order; runs of adjacent
-    /// registers share one command) in `io.buf`, window ends in `io.ends`.
+    /// registers share one command) in `io.buf`, window ends in `io.ends`,
+    /// the pairs laid out up to each window in `io.runs`.
     fn build_windows(&self, io: &mut Io, pairs: &[(u32, u32)]) {
         let vb = self.val_bytes;
-        let (bus, buf, ends) = (&*io.bus, &mut io.buf, &mut io.ends);
+        let (bus, buf, ends, runs) = (&*io.bus, &mut io.buf, &mut io.ends, &mut io.runs);
         buf.clear();
         ends.clear();
+        runs.clear();
         let mut i = 0;
         while i < pairs.len() {
             let start = pairs[i].0;
@@ -649,13 +662,16 @@ impl Regmap {
             buf.extend_from_slice(trailer.as_slice());
             ends.push(buf.len());
             i += n;
+            runs.push(i);
         }
     }
 
     /// Sends the windows in `io` as few messages as the bus's size limit
     /// allows (asynchronously if `submit`, then waits, also when a submit is
-    /// refused). Returns messages used.
-    fn send_windows(&self, io: &mut Io, submit: bool) -> Result<usize, BusError> {
+    /// refused). Returns messages used; on failure, with the error, the
+    /// windows of the messages written before it (0 if `submit`: those may
+    /// or may not have been applied).
+    fn send_windows(&self, io: &mut Io, submit: bool) -> Result<usize, (usize, BusError)> {
         let Io { bus, buf, ends, messages, .. } = io;
         let limit = bus.max_message_bytes().unwrap_or(usize::MAX);
         let mut sent = 0;
@@ -674,16 +690,16 @@ impl Regmap {
                 if let Err(e) = bus.submit_batch(Batch::part(buf, start, part)) {
                     // Wait for what was submitted before, so that its outcome is
                     // not left for a later call to report; the first error wins.
-                    return Err(bus.complete().err().unwrap_or(e));
+                    return Err((0, bus.complete().err().unwrap_or(e)));
                 }
             } else {
-                bus.write_batch(Batch::part(buf, start, part))?;
+                bus.write_batch(Batch::part(buf, start, part)).map_err(|e| (first, e))?;
             }
             start = ends[last];
             first = last + 1;
         }
         if submit {
-            bus.complete()?;
+            bus.complete().map_err(|e| (0, e))?;
         }
         Ok(sent)
     }

@@ -2,9 +2,9 @@
 //! maps, bursts at the edges of a format's regions and of the bus's message
 //! size.
 
-use super::rig::ram_rig;
+use super::rig::{ram_rig, suite_config, suite_format};
 use crate::regmap::format::{DeviceRequest, Format, Inline, Op, StdFormat};
-use crate::regmap::{CacheType, ConfigError, RamBus, Regmap, RegmapConfig};
+use crate::regmap::{Batch, BusError, CacheType, ConfigError, RamBus, Regmap, RegmapBus, RegmapConfig, RegmapError};
 use std::sync::Arc;
 
 #[test]
@@ -83,5 +83,50 @@ fn a_format_with_a_value_width_other_than_8_16_32_is_refused() {
         let ram = RamBus::new(Arc::new(StdFormat::new(8, 8)), 1, 0xFF);
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Regmap::new(config, ram).map(|_| ())));
         assert_eq!(r.ok(), Some(Err(ConfigError::BadWidth { what: "val_bits", bits })), "val_bits = {bits}");
+    }
+}
+
+/// A RAM bus whose `n`-th batch message (counting from 1) fails.
+struct FailNthBatch {
+    ram: RamBus,
+    n: usize,
+    seen: usize,
+}
+
+impl RegmapBus for FailNthBatch {
+    fn write(&mut self, segments: &[&[u8]]) -> Result<(), BusError> {
+        self.ram.write(segments)
+    }
+    fn write_then_read(&mut self, tx: &[&[u8]], rx: &mut [u8]) -> Result<(), BusError> {
+        self.ram.write_then_read(tx, rx)
+    }
+    fn write_batch(&mut self, batch: Batch<'_>) -> Result<(), BusError> {
+        self.seen += 1;
+        if self.seen == self.n {
+            return Err(BusError::Transport("nak".into()));
+        }
+        self.ram.write_batch(batch)
+    }
+    fn max_message_bytes(&self) -> Option<usize> {
+        self.ram.max_message_bytes()
+    }
+}
+
+#[test]
+fn a_write_that_fails_after_earlier_messages_were_applied_leaves_no_stale_cache() {
+    for cache in [CacheType::Flat, CacheType::Sparse] {
+        let ram = RamBus::new(Arc::new(suite_format()), 1, 0xFF);
+        ram.set_max_message_bytes(Some(6)); // two 3-byte windows per message
+        let bus = FailNthBatch { ram: ram.clone(), n: 2, seen: 0 };
+        let map = Regmap::new(suite_config(cache), bus).unwrap();
+        let writes = [(0x40, 1), (0x50, 2), (0x60, 3), (0x70, 4)];
+        for &(reg, _) in &writes {
+            assert_eq!(map.read(reg).unwrap(), 0); // cached: 0
+        }
+        assert!(matches!(map.multi_write(&writes), Err(RegmapError::Bus { .. })));
+        // The first message reached the device; the second did not.
+        assert_eq!(writes.map(|(reg, _)| ram.peek(reg)), [1, 2, 0, 0]);
+        let seen = writes.map(|(reg, _)| map.read(reg).unwrap());
+        assert_eq!(seen, [1, 2, 0, 0], "{cache:?}: the cache must agree with the device");
     }
 }
