@@ -329,7 +329,8 @@ impl Regmap {
     }
 
     /// Writes dirty cached registers whose value differs from their default
-    /// (dirty ones at their default are only marked clean), coalescing
+    /// (dirty ones at their default, and read-only ones that
+    /// [`mark_dirty`](Regmap::mark_dirty) marked, are only marked clean), coalescing
     /// adjacent ones, submitted asynchronously where the bus allows, then
     /// waits for completion. Registers stay dirty if the bus fails.
     pub fn sync(&self) -> Result<SyncReport, RegmapError> {
@@ -352,10 +353,11 @@ impl Regmap {
         }
         pairs.retain(|&(idx, val)| {
             let reg = idx * self.stride;
-            let needed = self.default_of(reg) != Some(val) && self.props.flags(idx) & WRITEABLE != 0;
+            let at_default = self.default_of(reg) == Some(val);
+            let needed = !at_default && self.props.flags(idx) & WRITEABLE != 0;
             if !needed {
                 self.cache.clear_dirty(idx);
-                report.skipped_at_default += 1;
+                report.skipped_at_default += usize::from(at_default);
             }
             needed
         });

@@ -155,6 +155,23 @@ fn mark_dirty_restores_non_defaults_after_a_reset() {
 }
 
 #[test]
+fn sync_does_not_count_read_only_registers_as_at_their_default() {
+    each(|r| {
+        if !r.caching() {
+            return;
+        }
+        r.dev.poke(0xFC, 0x5A); // read-only, no default
+        assert_eq!(r.map.read(0xFC).unwrap(), 0x5A); // now cached
+        r.map.write(0x04, 0x99).unwrap();
+        r.map.mark_dirty();
+        let rep = r.map.sync().unwrap();
+        // 0x04 written; 0x00..=0x0F but 0x04 at their default; 0xFC neither.
+        assert_eq!((rep.written, rep.skipped_at_default), (1, 15), "{}: {rep:?}", r.name);
+        assert_eq!(r.map.sync().unwrap(), Default::default(), "{}: nothing left dirty", r.name);
+    });
+}
+
+#[test]
 fn dump_never_reads_precious_or_unreadable_registers() {
     each(|r| {
         r.dev.poke(0xF8, 0x42);
