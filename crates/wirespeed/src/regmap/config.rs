@@ -53,12 +53,17 @@ impl fmt::Debug for RegSet {
     }
 }
 
+/// The most register slots a [`CacheType::Flat`] cache holds (4 MiB of
+/// values); larger maps take [`CacheType::Sparse`].
+pub const FLAT_CACHE_MAX_SLOTS: u64 = 1 << 20;
+
 /// Which register cache a map keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CacheType {
     /// No cache: every access reaches the device.
     None,
-    /// One slot per register (dense register maps; lock-free reads).
+    /// One slot per register (dense register maps; lock-free reads; at most
+    /// [`FLAT_CACHE_MAX_SLOTS`] registers).
     #[default]
     Flat,
     /// Blocks of registers allocated on first use in an ordered map (large,

@@ -179,6 +179,14 @@ pub enum ConfigError {
         /// Why (out of range, misaligned, too wide).
         why: &'static str,
     },
+    /// A flat cache (one slot per register) for more registers than
+    /// [`FLAT_CACHE_MAX_SLOTS`](super::FLAT_CACHE_MAX_SLOTS).
+    FlatCacheTooLarge {
+        /// Register slots the map covers (`max_register / reg_stride + 1`).
+        slots: u64,
+        /// The most a flat cache holds.
+        max: u64,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -197,6 +205,10 @@ impl fmt::Display for ConfigError {
                 "flag masks read = {read:#x}, write = {write:#x}: must lie inside the register field and differ"
             ),
             ConfigError::BadDefault { reg, why } => write!(f, "default for register {reg:#x}: {why}"),
+            ConfigError::FlatCacheTooLarge { slots, max } => write!(
+                f,
+                "a flat cache for {slots} registers: at most {max} (use CacheType::Sparse for a large map, or a smaller max_register)"
+            ),
         }
     }
 }

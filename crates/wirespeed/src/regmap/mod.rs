@@ -34,7 +34,7 @@ pub mod ram_bus;
 pub mod spi_bus;
 
 pub use bus::{Batch, RegmapBus};
-pub use config::{CacheType, RegSet, RegmapConfig};
+pub use config::{CacheType, RegSet, RegmapConfig, FLAT_CACHE_MAX_SLOTS};
 pub use error::{BusError, ConfigError, RegmapError};
 pub use map::{Regmap, SyncReport};
 pub use ram_bus::RamBus;

@@ -24,6 +24,24 @@ fn a_map_of_the_whole_32_bit_address_space_builds_and_works() {
 }
 
 #[test]
+fn a_flat_cache_too_large_to_allocate_is_refused() {
+    // The default cache is flat: a full 32-bit map would ask for 2^32 slots.
+    let format = StdFormat::new(32, 8);
+    let config = RegmapConfig::new(format, u32::MAX);
+    assert_eq!(config.cache, CacheType::Flat);
+    let ram = RamBus::new(Arc::new(format), 1, 0xFF);
+    let err = Regmap::new(config, ram).expect_err("2^32 flat slots");
+    assert_eq!(err, ConfigError::FlatCacheTooLarge { slots: 1 << 32, max: crate::regmap::FLAT_CACHE_MAX_SLOTS });
+    assert!(err.to_string().contains("Sparse"), "{err}");
+    // The largest flat map still builds.
+    let mut config = RegmapConfig::new(format, (crate::regmap::FLAT_CACHE_MAX_SLOTS - 1) as u32);
+    config.cache = CacheType::Flat;
+    let map = Regmap::new(config, RamBus::new(Arc::new(format), 1, 0xF_FFFF)).unwrap();
+    map.write(0xF_FFFF, 7).unwrap();
+    assert_eq!(map.read(0xF_FFFF).unwrap(), 7);
+}
+
+#[test]
 fn bursts_longer_than_the_bus_message_limit_are_split_into_commands_that_fit() {
     for cache in [CacheType::None, CacheType::Flat] {
         let r = ram_rig(cache);
