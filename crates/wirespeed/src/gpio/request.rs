@@ -13,7 +13,6 @@ use super::fd::wait_readable;
 use super::guard::{AccessGuard, RemovalState, Revocable, Slot};
 use super::irq::WaitState;
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::fmt;
 use std::marker::PhantomData;
 use std::os::fd::RawFd;
@@ -28,7 +27,6 @@ pub struct LineRequest<G: AccessGuard = Revocable> {
     shared: Arc<RequestShared>,
     offsets: Vec<u32>,
     settings: RefCell<Vec<LineSettings>>,
-    pending: RefCell<VecDeque<EdgeEvent>>,
     pub(crate) waits: WaitState,
     _not_sync: PhantomData<(G, Cell<()>)>,
 }
@@ -64,7 +62,6 @@ impl<G: AccessGuard> LineRequest<G> {
             shared,
             offsets: config.lines.offsets().collect(),
             settings: RefCell::new(config.lines.lines().iter().map(|l| l.1).collect()),
-            pending: RefCell::new(VecDeque::with_capacity(16)),
             waits: WaitState::default(),
             _not_sync: PhantomData,
         }
@@ -211,41 +208,27 @@ impl<G: AccessGuard> LineRequest<G> {
 
     /// Moves pending edge events into `out` without blocking; returns how many.
     pub fn read_edge_events(&self, out: &mut [EdgeEvent]) -> Result<usize, GpioError> {
-        let mut n = 0;
-        {
-            let mut p = self.pending.borrow_mut();
-            while n < out.len() {
-                match p.pop_front() {
-                    Some(e) => {
-                        out[n] = e;
-                        n += 1;
-                    }
-                    None => break,
-                }
-            }
+        if out.is_empty() {
+            return Ok(0);
         }
-        if n < out.len() {
-            n += self.access(|b| b.read_events(&mut out[n..]))?;
-        }
-        Ok(n)
+        self.access(|b| b.read_events(out))
     }
 
     /// The next pending edge event, without blocking.
+    ///
+    /// Takes exactly one event from the backend: the events after it stay in
+    /// the backend's queue, so [`LineRequest::event_fd`] polls readable while
+    /// any of them waits (a handle-side buffer would hide them from it).
     pub fn try_edge_event(&self) -> Result<Option<EdgeEvent>, GpioError> {
-        if let Some(e) = self.pending.borrow_mut().pop_front() {
-            return Ok(Some(e));
-        }
         let mut buf = [EdgeEvent {
             offset: 0,
             kind: super::backend::EdgeKind::Rising,
             timestamp: Instant::ZERO,
             seqno: 0,
             line_seqno: 0,
-        }; 16];
+        }];
         let n = self.access(|b| b.read_events(&mut buf))?;
-        let mut p = self.pending.borrow_mut();
-        p.extend(buf[..n].iter().copied());
-        Ok(p.pop_front())
+        Ok((n == 1).then_some(buf[0]))
     }
 
     /// Sleeps until an edge event arrives or `timeout` passes (`None`: no

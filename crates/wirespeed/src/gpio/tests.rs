@@ -370,3 +370,26 @@ fn stress_software_removal_never_touches_freed_backend() {
         assert_eq!(late.load(Ordering::SeqCst), 0, "round {round}: freed backend used");
     }
 }
+
+/// A poll loop on `event_fd` that takes one event per wake-up: two edges are
+/// queued, the descriptor polls readable, `try_edge_event` takes the first —
+/// the descriptor must stay readable while the second waits.
+#[test]
+fn event_fd_stays_readable_while_an_event_taken_one_by_one_waits() {
+    let (_lab, hw, chip) = setup(8);
+    let cfg = RequestConfig::new("irq").line(4, LineSettings::input().bias(Bias::PullUp).edge(Edge::Both));
+    let r = chip.request_lines(&cfg).unwrap();
+    let fd = r.event_fd().unwrap();
+    let t0 = now();
+    hw.drive_external(4, Some(false), t0);
+    hw.drive_external(4, Some(true), t0.add_ns(1_000));
+    assert!(fd::wait_readable(&[fd], Some(Duration::from_secs(1))).unwrap());
+    let first = r.try_edge_event().unwrap().expect("the first edge");
+    assert_eq!(first.kind, EdgeKind::Falling);
+    assert!(
+        fd::wait_readable(&[fd], Some(Duration::ZERO)).unwrap(),
+        "the descriptor went quiet with an edge still pending: a poll loop would sleep through it"
+    );
+    assert_eq!(r.try_edge_event().unwrap().map(|e| e.kind), Some(EdgeKind::Rising));
+    assert!(!fd::wait_readable(&[fd], Some(Duration::ZERO)).unwrap(), "readable with nothing pending");
+}
