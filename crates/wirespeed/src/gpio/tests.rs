@@ -393,3 +393,38 @@ fn event_fd_stays_readable_while_an_event_taken_one_by_one_waits() {
     assert_eq!(r.try_edge_event().unwrap().map(|e| e.kind), Some(EdgeKind::Rising));
     assert!(!fd::wait_readable(&[fd], Some(Duration::ZERO)).unwrap(), "readable with nothing pending");
 }
+
+/// A chip opened while the lab chip is being unplugged, asked for lines
+/// after the lab marked itself gone but before that open's own removal ran
+/// (the lab's "late" callbacks, in order): programming the hardware fails,
+/// and the request must fail with `ChipGone` — not deadlock on the glue's
+/// lock (which would also hang the unplug and every later open).
+#[test]
+fn a_request_that_finds_the_lab_chip_gone_fails_cleanly() {
+    use std::sync::Mutex;
+    let (_lab, hw, _chip) = setup(4);
+    let late_open: Arc<Mutex<Option<Chip>>> = Arc::default();
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let (hw2, late_open) = (hw.clone(), late_open.clone());
+        hw.on_remove(move || {
+            // Registered during removal: runs after the lab chip is marked gone,
+            // before the removal of the chip opened below (registered after it).
+            let slot = late_open.clone();
+            hw2.on_remove(move || {
+                let c = slot.lock().unwrap().clone().expect("opened");
+                let _ = tx.send(c.request_lines(&out(1, false)).map(|_| ()));
+            });
+            *late_open.lock().unwrap() = Some(open(&hw2).expect("not yet removed"));
+        });
+    }
+    let remover = {
+        let hw = hw.clone();
+        std::thread::spawn(move || hw.remove())
+    };
+    let got = rx.recv_timeout(Duration::from_secs(10)).expect("the request hung (deadlock on the glue lock)");
+    assert!(matches!(got, Err(GpioError::ChipGone { .. })), "{got:?}");
+    remover.join().unwrap();
+    let c = late_open.lock().unwrap().take().unwrap();
+    assert!(c.is_gone());
+}

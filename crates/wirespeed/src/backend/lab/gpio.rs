@@ -152,7 +152,11 @@ impl ChipBackend for LabChip {
             outputs: AtomicU64::new(0),
             queue,
         };
-        req.apply(&config.lines, &mut lines)?;
+        if let Err(e) = req.apply(&config.lines, &mut lines) {
+            // Dropping `req` releases its lines, which takes the glue's lock.
+            drop(lines);
+            return Err(e);
+        }
         for (off, _) in config.lines.lines() {
             lines[*off as usize].consumer = Some(config.consumer.clone());
         }
