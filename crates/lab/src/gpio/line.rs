@@ -24,6 +24,9 @@ pub(super) struct Slow {
     /// Bumped on every raw input change; a debounce timer that finds it
     /// changed was overtaken by a newer edge.
     pub generation: u64,
+    /// When the pad level last changed: the debounce period runs from here
+    /// (an update that keeps the level does not restart it).
+    pub changed_at: Instant,
     pub listener: Option<LineListener>,
 }
 
@@ -53,6 +56,7 @@ impl Line {
                 external: None,
                 debounced: false,
                 generation: 0,
+                changed_at: Instant::ZERO,
                 listener: None,
             }),
         }
@@ -96,6 +100,7 @@ impl Line {
         let new = self.resolve(s);
         let old = self.level.swap(new, Ordering::AcqRel);
         if old != new {
+            s.changed_at = at;
             if let Some(pin) = self.pin.get() {
                 pin.set(new, at);
             }
@@ -115,7 +120,7 @@ impl Line {
         let generation = s.generation;
         let offset = self.offset;
         let weak = weak.clone();
-        let due = at.add_ns(s.setup.debounce_ns);
+        let due = s.changed_at.add_ns(s.setup.debounce_ns);
         sched.schedule(due, move |_ran| {
             if let Some(shared) = weak.upgrade() {
                 shared.debounce_expired(offset, generation, due);

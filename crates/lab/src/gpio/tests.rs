@@ -130,3 +130,23 @@ fn bad_offsets_are_typed_errors() {
     assert_eq!(e, LabGpioError::OffsetOutOfRange { offset: 4, lines: 4 });
     assert!(e.to_string().contains("0..4"));
 }
+
+/// A device that drives a line and then lets it float (the level stays) has
+/// not changed the level: the debounce period runs from the edge, not from
+/// the release, and the event is stamped debounce after the edge.
+#[test]
+fn debounce_runs_from_the_edge_not_from_a_later_update_that_keeps_the_level() {
+    let (_lab, chip) = chip(4);
+    let setup = LineSetup { debounce_ns: 2_000_000, ..LineSetup::input(Pull::None, EdgeDetect::Both) };
+    chip.configure(0, &setup, now()).unwrap();
+    assert!(!chip.value(0).unwrap());
+    let rx = listen(&chip, 0);
+    let t = now();
+    chip.drive_external(0, Some(true), t);
+    chip.drive_external(0, None, t.add_ns(500_000));
+    assert!(chip.value(0).unwrap(), "an undriven, unbiased input keeps its level");
+    let e = rx.recv_timeout(Duration::from_secs(1)).unwrap();
+    assert!(e.rising);
+    assert_eq!(e.at, t.add_ns(2_000_000), "stamped debounce after the edge (the level never changed since)");
+    assert!(rx.recv_timeout(Duration::from_millis(20)).is_err(), "one edge, one event");
+}
