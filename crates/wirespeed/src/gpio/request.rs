@@ -142,11 +142,15 @@ impl<G: AccessGuard> LineRequest<G> {
         self.access(|b| b.get_values(mask))
     }
 
-    /// Sets lines by offset: `values` pairs an offset with its logical value.
+    /// Sets lines by offset: `values` pairs an offset with its logical value
+    /// (each offset at most once).
     pub fn set_many(&self, values: &[(u32, bool)]) -> Result<(), GpioError> {
         let (mut mask, mut bits) = (0u64, 0u64);
         for &(off, v) in values {
             let i = self.index_of(off)?;
+            if mask & (1 << i) != 0 {
+                return Err(GpioError::invalid("line values", format!("offset {off} twice"), "each offset once"));
+            }
             mask |= 1 << i;
             bits |= u64::from(v) << i;
         }

@@ -428,3 +428,15 @@ fn a_request_that_finds_the_lab_chip_gone_fails_cleanly() {
     let c = late_open.lock().unwrap().take().unwrap();
     assert!(c.is_gone());
 }
+
+/// `set_many` naming a line twice is ambiguous (which value?): refused with
+/// a typed error, and nothing is set.
+#[test]
+fn set_many_refuses_an_offset_twice_and_sets_nothing() {
+    let (_lab, hw, chip) = setup(4);
+    let cfg = RequestConfig::new("t").line(0, LineSettings::output(false)).line(1, LineSettings::output(false));
+    let r = chip.request_lines(&cfg).unwrap();
+    let e = r.set_many(&[(1, true), (0, false), (1, false)]).unwrap_err();
+    assert!(matches!(e, GpioError::InvalidConfig { .. }) && e.to_string().contains("offset 1 twice"), "{e}");
+    assert_eq!((hw.value(0), hw.value(1)), (Ok(false), Ok(false)), "nothing set");
+}
