@@ -175,6 +175,8 @@ pub(crate) struct Shared {
     removed: AtomicBool,
     after_removal: AtomicU64,
     on_remove: Mutex<Vec<RemoveCallback>>,
+    /// Held by a removal for its whole run: a concurrent one waits for it.
+    removing: Mutex<()>,
     scheduler: Scheduler,
     weak: Weak<Shared>,
 }
@@ -221,6 +223,7 @@ impl GpioChip {
             removed: AtomicBool::new(false),
             after_removal: AtomicU64::new(0),
             on_remove: Mutex::new(Vec::new()),
+            removing: Mutex::new(()),
             scheduler: lab.scheduler().clone(),
             weak: weak.clone(),
         });
@@ -380,8 +383,11 @@ impl GpioChip {
 
     /// Backdoor: unplugs the chip. Runs the [`GpioChip::on_remove`]
     /// callbacks, then marks the chip gone: later software accesses fail with
-    /// [`LabGpioError::Removed`] and are counted. Idempotent.
+    /// [`LabGpioError::Removed`] and are counted. Idempotent; a call made
+    /// while another runs returns once that one has finished. (A callback
+    /// must not call `remove` itself.)
     pub fn remove(&self) {
+        let _one_at_a_time = self.shared.removing.lock().unwrap_or_else(|e| e.into_inner());
         let cbs = std::mem::take(&mut *self.shared.on_remove.lock().unwrap_or_else(|e| e.into_inner()));
         for cb in cbs {
             cb();

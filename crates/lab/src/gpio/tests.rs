@@ -150,3 +150,36 @@ fn debounce_runs_from_the_edge_not_from_a_later_update_that_keeps_the_level() {
     assert_eq!(e.at, t.add_ns(2_000_000), "stamped debounce after the edge (the level never changed since)");
     assert!(rx.recv_timeout(Duration::from_millis(20)).is_err(), "one edge, one event");
 }
+
+/// Two unplugs at once: the second must not return (nor mark the chip gone)
+/// while the first is still running the callbacks in which software lets go.
+#[test]
+fn a_second_remove_waits_for_the_first_to_finish() {
+    let (_lab, chip) = chip(4);
+    let (entered_tx, entered_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    chip.on_remove(move || {
+        entered_tx.send(()).unwrap();
+        let _ = go_rx.recv_timeout(Duration::from_secs(10));
+    });
+    let first = {
+        let c = chip.clone();
+        std::thread::spawn(move || c.remove())
+    };
+    entered_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let second = {
+        let c = chip.clone();
+        std::thread::spawn(move || {
+            c.remove();
+            c.is_removed()
+        })
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    let early = second.is_finished();
+    let marked = chip.is_removed();
+    go_tx.send(()).unwrap();
+    first.join().unwrap();
+    assert!(second.join().unwrap(), "removed once the second remove returned");
+    assert!(!early, "the second remove returned while the first one's callbacks still ran");
+    assert!(!marked, "the chip was marked gone while software was still letting go");
+}
