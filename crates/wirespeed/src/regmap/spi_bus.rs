@@ -63,7 +63,8 @@ impl SpiBus {
         self.shape.extend(batch.windows().map(<[u8]>::len));
         let kept = self.prepared.iter().position(|(s, _)| *s == self.shape);
         let (shape, mut msg) = match kept {
-            Some(i) => self.prepared.swap_remove(i),
+            // `remove`, not `swap_remove`: the others keep their recency order.
+            Some(i) => self.prepared.remove(i),
             None => {
                 let n = batch.len();
                 let transfers = batch
@@ -174,5 +175,33 @@ impl RegmapBus for SpiBus {
         }
         self.pending = pending;
         first_err
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::lab::LabSpi;
+    use crate::spi::{Bus, DeviceConfig, Policy};
+    use wirespeed_lab::{devices::Loopback, Lab, LabConfig};
+
+    #[test]
+    fn the_least_recently_used_prepared_batch_is_the_one_evicted() {
+        let lab = Lab::new(LabConfig::default());
+        let block = lab.spi_controller(Default::default());
+        block.attach(0, Loopback::new());
+        let bus = Bus::new(LabSpi::new(block), Policy::fast());
+        let mut spi = SpiBus::new(bus.device(DeviceConfig::new(0, 20_000_000)).unwrap());
+        let bytes = [0u8; 16];
+        let mut send = |len: usize| spi.write_batch(Batch::new(&bytes[..len], &[len]).unwrap()).unwrap();
+        for len in 1..=PREPARED_KEPT {
+            send(len);
+        }
+        send(1); // the oldest shape is used again: now the most recent
+        send(PREPARED_KEPT + 1); // a new shape evicts the least recently used: 2
+        let kept: Vec<usize> = spi.prepared.iter().map(|(shape, _)| shape[0]).collect();
+        let mut expected: Vec<usize> = (3..=PREPARED_KEPT).collect();
+        expected.extend([1, PREPARED_KEPT + 1]);
+        assert_eq!(kept, expected, "most recently used last");
     }
 }
