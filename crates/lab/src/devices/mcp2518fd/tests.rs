@@ -594,3 +594,35 @@ fn a_lab_with_a_device_on_a_bus_stops_its_interrupt_thread_when_dropped() {
     }
     assert!(watch.is_stopped(), "a part of the lab keeps its interrupt thread alive (a reference cycle)");
 }
+
+#[test]
+fn rx_payload_longer_than_the_object_is_truncated_and_flagged_invalid() {
+    // Reference manual, "Mismatch of DLC and payload size during reception":
+    // the bytes that fit are stored, and IVMIF and DLCMM are set.
+    let mut t = T::new();
+    let bus = ready_on_bus(&mut t);
+    setup_fifos(&mut t); // FIFO 1: 8-byte payloads
+    t.write(C1INT, (INT_RXIF | INT_IVMIF) << 16);
+    t.set_mode(MODE_NORMAL_FD);
+    let g = Generator::attach(
+        &bus,
+        "g",
+        GeneratorConfig {
+            count: 1,
+            gap_ns: 0,
+            fd: true,
+            len: 64,
+            data: DataMode::Fixed([0x5A; 64]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    g.start(now());
+    assert!(g.wait_done(Duration::from_secs(5)));
+    t.wait_for(|t| t.read(C1RXIF) != 0);
+    assert_ne!(t.read(C1BDIAG1) & BDIAG1_DLCMM, 0);
+    assert_ne!(t.read(C1INT) & INT_IVMIF, 0, "IVMIF set with DLCMM");
+    // The next object (FIFO 1 slot 1) is not overwritten.
+    let ua = u16::try_from(t.read(c1fifoua(1))).unwrap();
+    assert_eq!(t.dev.peek_ram(usize::from(ua) + 20, 8), vec![0; 8]);
+}

@@ -282,7 +282,9 @@ impl Core {
         }
         let n = frame.len().min(usize::from(f.payload()));
         if frame.len() > n {
+            // Stored truncated: DLC mismatch, an invalid message.
             self.bdiag1 |= BDIAG1_DLCMM;
+            self.int_flags |= INT_IVMIF;
         }
         if frame.esi() {
             self.bdiag1 |= BDIAG1_ESI;
