@@ -351,7 +351,13 @@ impl CanNode for Node {
         if !matches!(c.mode, Mode::NormalFd | Mode::NormalCan20 | Mode::ExternalLoopback) {
             return None;
         }
-        let (m, slot, frame) = c.tx_candidate(at)?;
+        let flags = c.int_flags;
+        let candidate = c.tx_candidate(at);
+        if c.int_flags != flags {
+            // A refused message (DLC beyond its payload) raised IVMIF.
+            c.update_pins(at);
+        }
+        let (m, slot, frame) = candidate?;
         let token = c.token(m, slot);
         Some(TxRequest { frame, token, self_ack: c.mode == Mode::ExternalLoopback })
     }

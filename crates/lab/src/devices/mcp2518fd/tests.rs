@@ -626,3 +626,33 @@ fn rx_payload_longer_than_the_object_is_truncated_and_flagged_invalid() {
     let ua = u16::try_from(t.read(c1fifoua(1))).unwrap();
     assert_eq!(t.dev.peek_ram(usize::from(ua) + 20, 8), vec![0; 8]);
 }
+
+#[test]
+fn tx_object_whose_dlc_exceeds_its_payload_is_not_sent() {
+    // Reference manual, "Mismatch of DLC and payload size during
+    // transmission": the message is not sent; IVMIF and DLCMM are set and
+    // TXREQ is cleared.
+    let mut t = T::new();
+    let bus = ready_on_bus(&mut t);
+    let rec = Recorder::attach(&bus, 16);
+    setup_fifos(&mut t); // TXQ: 8-byte payloads
+    t.write(C1INT, INT_IVMIF << 16);
+    t.set_mode(MODE_NORMAL_FD);
+    let _peer = Generator::attach(&bus, "peer", GeneratorConfig { count: 0, ..Default::default() }).unwrap();
+    let ua = t.read(C1TXQUA) as u16;
+    let flags = 15 | OBJ_FLAGS_FDF; // DLC 15: 64 bytes
+    let mut b = vec![0x20 | ((0x400 + ua) >> 8) as u8, (0x400 + ua) as u8];
+    b.extend(0x123u32.to_le_bytes());
+    b.extend(flags.to_le_bytes());
+    b.extend([0xA5; 8]);
+    t.xfer(&b);
+    t.write_byte(C1TXQCON + 1, ((FIFOCON_UINC | FIFOCON_TXREQ) >> 8) as u8);
+    // INT falls when the message is refused, not at the next SPI access.
+    t.wait_for(|t| !t.dev.int_pin().is_high());
+    assert_ne!(t.read(C1INT) & INT_IVMIF, 0);
+    std::thread::sleep(Duration::from_millis(2));
+    assert!(rec.records().is_empty(), "nothing on the bus: {:?}", rec.records());
+    assert_ne!(t.read(C1BDIAG1) & BDIAG1_DLCMM, 0);
+    assert_eq!(t.read(C1TXREQ), 0, "TXREQ cleared");
+    assert_eq!(t.dev.stats().tx_frames, 0);
+}
