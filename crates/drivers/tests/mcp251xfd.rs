@@ -316,3 +316,40 @@ fn int_wait_polls_ahead_of_periodic_interrupts_only_within_its_budget() {
     assert_eq!((s.timed_sleeps, s.polled), (0, 0), "{s:?}");
     assert!(s.woken + s.immediate >= 20, "{s:?}");
 }
+
+#[test]
+fn fd_frame_longer_than_the_rx_object_is_counted_not_padded_with_other_objects() {
+    // An 8-byte RX object holds the first 8 bytes of a 64-byte FD frame (the
+    // device truncates, DLC kept): the rest is not in the object.
+    let mut r = rig(500_000);
+    let send = |r: &Rig, len: usize, byte: u8| {
+        let g = Generator::attach(
+            &r.can,
+            "g",
+            GeneratorConfig {
+                count: 1,
+                gap_ns: 0,
+                fd: true,
+                brs: true,
+                len,
+                data: wirespeed_lab::can::tools::DataMode::Fixed([byte; 64]),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        g.start(now());
+        assert!(g.wait_done(Duration::from_secs(5)));
+    };
+    let mut d = driver(&mut r, Config { data_bitrate: Some(2_000_000), ..cfg(500_000) }).unwrap();
+    // Fill the next objects with something recognisable first.
+    send(&r, 8, 0x11);
+    assert_eq!(d.recv(Some(Duration::from_secs(2))).unwrap().unwrap().data(), &[0x11; 8]);
+    send(&r, 64, 0x5A);
+    send(&r, 8, 0x22);
+    let got: Vec<Frame> = d.frames(Duration::from_millis(50)).map(Result::unwrap).collect();
+    for f in &got {
+        assert!(f.data().iter().all(|&b| b == f.data()[0]), "a frame with bytes it never carried: {f:?}");
+    }
+    assert_eq!(got.last().map(|f| f.data().to_vec()), Some(vec![0x22; 8]), "the ring goes on");
+    assert_eq!(d.stats().rx_truncated, 1, "{:?}", d.stats());
+}

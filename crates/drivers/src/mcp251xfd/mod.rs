@@ -34,7 +34,9 @@
 //!   passive, bus-off) with events counted; the controller recovers from
 //!   bus-off by itself (128 × 11 recessive bits) or on
 //!   [`Mcp251xfd::restart`]. RX overflow is counted ([`Stats::rx_overflows`]),
-//!   never silent; so is a full software queue ([`Stats::rx_dropped`]).
+//!   never silent; so is a full software queue ([`Stats::rx_dropped`]) and
+//!   a frame longer than the RX object, which the device truncates
+//!   ([`Stats::rx_truncated`]).
 //! - **CRC** ([`Config::crc`]): every access uses READ_CRC / WRITE_CRC;
 //!   bad replies are retried, then reported.
 //! - **Timestamps**: the 32-bit TBC at 1 µs, extended to 64 bits ([`timestamp`]).
@@ -95,6 +97,9 @@ pub struct Stats {
     pub rx_overflows: u64,
     /// Frames dropped because the driver's queue was full.
     pub rx_dropped: u64,
+    /// Frames dropped because their payload was longer than the RX object
+    /// ([`Config::rx_payload`]): the device kept only the bytes that fit.
+    pub rx_truncated: u64,
     /// TEF overflow events.
     pub tef_overflows: u64,
     /// SPI CRC errors seen (retried or reported).
