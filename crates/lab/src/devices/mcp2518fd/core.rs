@@ -75,6 +75,9 @@ pub(super) struct Core {
     /// Internal loopback: the bus-less transmitter is busy until then.
     pub(super) internal_idle_at: Instant,
     pub(super) internal_inflight: bool,
+    /// The token of the message the bus is carrying (offered, not yet
+    /// completed): it is not offered again before its completion is stored.
+    pub(super) bus_inflight: Option<u64>,
     pub(super) layout_overflow: bool,
 }
 
@@ -131,6 +134,7 @@ impl Core {
             seq: 0,
             internal_idle_at: at,
             internal_inflight: false,
+            bus_inflight: None,
             layout_overflow: false,
         };
         c.reset(at);
@@ -171,6 +175,7 @@ impl Core {
         self.mask = [0; 32];
         self.events.clear();
         self.internal_inflight = false;
+        self.bus_inflight = None;
         self.layout();
         self.spi = SpiState::default();
         self.update_pins(at);

@@ -15,7 +15,9 @@
 //! to its RX FIFO at EOF + [`Mcp2518fdConfig::store_delay_ns`]; a transmit
 //! request (TXREQ / UINC) makes the message eligible after
 //! [`Mcp2518fdConfig::tx_start_delay_ns`]; a sent frame completes (TEF
-//! entry, FIFO tail) at its EOF + `store_delay_ns`.
+//! entry, FIFO tail) at its EOF + `store_delay_ns`; until then the device
+//! offers the bus nothing (the message would otherwise go out twice when
+//! the store delay outlasts the intermission).
 //!
 //! **Pins**: INT (and INT0 = TX / INT1 = RX when IOCON.PMx = 0) are lab
 //! [`Pin`]s, active low, driven at the lab instant their source changes:
@@ -348,7 +350,7 @@ impl CanNode for Node {
     fn tx_request(&self, at: Instant) -> Option<TxRequest> {
         let mut c = lock(&self.0);
         c.advance(at);
-        if !matches!(c.mode, Mode::NormalFd | Mode::NormalCan20 | Mode::ExternalLoopback) {
+        if !matches!(c.mode, Mode::NormalFd | Mode::NormalCan20 | Mode::ExternalLoopback) || c.bus_inflight.is_some() {
             return None;
         }
         let flags = c.int_flags;
@@ -359,6 +361,7 @@ impl CanNode for Node {
         }
         let (m, slot, frame) = candidate?;
         let token = c.token(m, slot);
+        c.bus_inflight = Some(token);
         Some(TxRequest { frame, token, self_ack: c.mode == Mode::ExternalLoopback })
     }
 

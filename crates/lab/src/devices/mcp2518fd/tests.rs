@@ -656,3 +656,26 @@ fn tx_object_whose_dlc_exceeds_its_payload_is_not_sent() {
     assert_eq!(t.read(C1TXREQ), 0, "TXREQ cleared");
     assert_eq!(t.dev.stats().tx_frames, 0);
 }
+
+#[test]
+fn a_sent_message_is_not_offered_again_while_its_completion_is_being_stored() {
+    // A store delay (10 µs) longer than the intermission (3 µs at 1 Mbit/s):
+    // the next arbitration comes before the TEF entry is written.
+    let mut t = T::new();
+    t.dev.set_config(Mcp2518fdConfig { store_delay_ns: 10_000, ..Mcp2518fdConfig::default() });
+    let bus = ready_on_bus(&mut t);
+    let rec = Recorder::attach(&bus, 16);
+    setup_fifos(&mut t);
+    t.set_mode(MODE_NORMAL_FD);
+    // A peer whose frame becomes ready while the model's is on the wire:
+    // the bus arbitrates again right after it.
+    let g = Generator::attach(&bus, "g", GeneratorConfig { count: 1, gap_ns: 0, ..Default::default() }).unwrap();
+    queue_txq(&mut t, 0x10, false, &[1; 8], 1);
+    g.start(t.t.add_ns(20_000));
+    assert!(g.wait_done(Duration::from_secs(5)));
+    t.wait_for(|t| t.read(C1TEFSTA) & TEFSTA_TEFNEIF != 0);
+    std::thread::sleep(Duration::from_millis(2));
+    let ids: Vec<u32> = rec.records().iter().filter(|r| r.error.is_none()).map(|r| r.frame.id().raw()).collect();
+    assert_eq!(ids.iter().filter(|&&id| id == 0x10).count(), 1, "the model's frame went out once: {ids:x?}");
+    assert_eq!(t.dev.stats().tx_frames, 1);
+}

@@ -132,6 +132,9 @@ impl Core {
     }
 
     pub(super) fn lost_arbitration(&mut self, token: u64) {
+        if self.bus_inflight == Some(token) {
+            self.bus_inflight = None;
+        }
         let m = ((token >> 8) & 0xFF) as usize;
         if m < 32 && u64::from(self.fifos[m].gen) == token >> 16 {
             self.fifos[m].sta |= FIFOSTA_TXLARB;
@@ -148,6 +151,9 @@ impl Core {
         let slot = (token & 0xFF) as u8;
         if self.mode == Mode::InternalLoopback {
             self.internal_inflight = false;
+        }
+        if self.bus_inflight == Some(token) {
+            self.bus_inflight = None;
         }
         if m >= 32 || u64::from(self.fifos[m].gen) != token >> 16 {
             self.kick(at);
