@@ -238,7 +238,8 @@ impl Frame {
     }
 }
 
-fn check_id(id: CanId) -> Result<(), FrameError> {
+/// Whether `id` fits its format (frames from [`Frame::from_raw`] are not checked).
+pub(crate) fn check_id(id: CanId) -> Result<(), FrameError> {
     match id {
         CanId::Standard(i) if i > STANDARD_ID_MAX => Err(FrameError::InvalidId { id: u32::from(i), extended: false }),
         CanId::Extended(i) if i > EXTENDED_ID_MAX => Err(FrameError::InvalidId { id: i, extended: true }),

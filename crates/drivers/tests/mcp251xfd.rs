@@ -353,3 +353,25 @@ fn fd_frame_longer_than_the_rx_object_is_counted_not_padded_with_other_objects()
     assert_eq!(got.last().map(|f| f.data().to_vec()), Some(vec![0x22; 8]), "the ring goes on");
     assert_eq!(d.stats().rx_truncated, 1, "{:?}", d.stats());
 }
+
+#[test]
+fn send_refuses_an_identifier_out_of_range_instead_of_truncating_it() {
+    let mut r = rig(500_000);
+    let rec = Recorder::attach(&r.can, 16);
+    let _peer = Generator::attach(&r.can, "peer", GeneratorConfig { count: 0, ..Default::default() }).unwrap();
+    let mut d = driver(&mut r, cfg(500_000)).unwrap();
+    for id in [CanId::Standard(0x900), CanId::Extended(0x2000_0123)] {
+        // `from_raw` takes a controller's fields as they are; the id is not checked there.
+        let f = Frame::from_raw(id, 1, false, false, false, false, &[7]);
+        assert_eq!(
+            d.send(&f),
+            Err(Error::Frame(wirespeed_drivers::can::FrameError::InvalidId {
+                id: id.raw(),
+                extended: id.is_extended()
+            }))
+        );
+    }
+    assert_eq!(d.tx_in_flight(), 0);
+    std::thread::sleep(Duration::from_millis(5));
+    assert!(rec.records().is_empty(), "nothing sent: {:?}", rec.records());
+}

@@ -15,6 +15,9 @@ impl Mcp251xfd {
     /// [`Config::tx_timeout`](super::Config::tx_timeout) for room if the
     /// queue is full.
     pub fn send(&mut self, frame: &Frame) -> Result<(), Error> {
+        // The object's ID word has room for exactly 11 or 29 bits: a larger
+        // id (possible through `Frame::from_raw`) would be cut silently.
+        crate::can::check_id(frame.id())?;
         if frame.is_fd() && self.cfg.data_bitrate.is_none() {
             return Err(Error::FrameNotSupported { reason: "CAN FD frame on a controller in CAN 2.0 mode" });
         }
