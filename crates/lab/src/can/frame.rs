@@ -95,6 +95,15 @@ impl CanId {
     pub fn is_extended(self) -> bool {
         matches!(self, CanId::Extended(_))
     }
+
+    /// The identifier, if it fits its format (the variants can be built
+    /// with any value).
+    fn checked(self) -> Result<CanId, FrameError> {
+        match self {
+            CanId::Standard(id) => CanId::standard(id),
+            CanId::Extended(id) => CanId::extended(id),
+        }
+    }
 }
 
 /// Payload length of a DLC: classic frames carry at most 8 bytes (DLC 9..15
@@ -143,6 +152,7 @@ impl fmt::Debug for Frame {
 impl Frame {
     /// A classic (CAN 2.0) data frame with `data.len()` ≤ 8 bytes.
     pub fn new_classic(id: CanId, data: &[u8]) -> Result<Frame, FrameError> {
+        let id = id.checked()?;
         if data.len() > 8 {
             return Err(FrameError::DataTooLong { len: data.len(), max: 8 });
         }
@@ -153,6 +163,7 @@ impl Frame {
 
     /// A classic remote frame (RTR) with DLC `dlc` (0..=15) and no data.
     pub fn new_remote(id: CanId, dlc: u8) -> Result<Frame, FrameError> {
+        let id = id.checked()?;
         if dlc > 15 {
             return Err(FrameError::DlcOutOfRange { dlc });
         }
@@ -162,6 +173,7 @@ impl Frame {
     /// A CAN FD frame; `data.len()` must be a length some DLC encodes
     /// (0..=8, 12, 16, 20, 24, 32, 48, 64). `brs` switches to the data bitrate.
     pub fn new_fd(id: CanId, data: &[u8], brs: bool) -> Result<Frame, FrameError> {
+        let id = id.checked()?;
         let dlc = len_to_dlc(data.len()).ok_or(FrameError::InvalidFdLength { len: data.len() })?;
         let mut f = Frame { id, fd: true, brs, esi: false, rtr: false, dlc, data: [0; 64] };
         f.data[..data.len()].copy_from_slice(data);
@@ -169,10 +181,15 @@ impl Frame {
     }
 
     /// A frame from the fields of a message object: any DLC 0..=15 (bits
-    /// above are ignored); `data` is truncated or zero-padded to the DLC's
-    /// length. RTR is ignored for FD frames, BRS and ESI for classic ones.
+    /// above are ignored, as are identifier bits above 11 or 29); `data` is
+    /// truncated or zero-padded to the DLC's length. RTR is ignored for FD
+    /// frames, BRS and ESI for classic ones.
     pub fn from_parts(id: CanId, fd: bool, brs: bool, esi: bool, rtr: bool, dlc: u8, data: &[u8]) -> Frame {
         let dlc = dlc & 0xF;
+        let id = match id {
+            CanId::Standard(i) => CanId::Standard(i & STANDARD_ID_MAX as u16),
+            CanId::Extended(i) => CanId::Extended(i & EXTENDED_ID_MAX),
+        };
         let mut f = Frame { id, fd, brs: fd && brs, esi: fd && esi, rtr: !fd && rtr, dlc, data: [0; 64] };
         let n = if f.rtr { 0 } else { dlc_to_len(dlc, fd).min(data.len()) };
         f.data[..n].copy_from_slice(&data[..n]);
@@ -277,6 +294,18 @@ mod tests {
         assert_eq!(Frame::new_fd(id, &[0; 13], true), Err(FrameError::InvalidFdLength { len: 13 }));
         assert!(Frame::new_remote(id, 16).is_err());
         assert!(FrameError::InvalidFdLength { len: 13 }.to_string().contains("13"));
+    }
+
+    #[test]
+    fn frames_refuse_identifiers_their_format_cannot_carry() {
+        let err = |id, max| Err(FrameError::IdOutOfRange { id, max });
+        assert_eq!(Frame::new_classic(CanId::Standard(0x900), &[1]), err(0x900, STANDARD_ID_MAX));
+        assert_eq!(Frame::new_remote(CanId::Standard(0x800), 0), err(0x800, STANDARD_ID_MAX));
+        assert_eq!(Frame::new_fd(CanId::Extended(0x2000_0000), &[], false), err(0x2000_0000, EXTENDED_ID_MAX));
+        assert!(Frame::new_classic(CanId::Standard(0x7FF), &[]).is_ok());
+        assert!(Frame::new_fd(CanId::Extended(EXTENDED_ID_MAX), &[], true).is_ok());
+        let f = Frame::from_parts(CanId::Standard(0x900), false, false, false, false, 0, &[]);
+        assert_eq!(f.id(), CanId::Standard(0x100), "a message object's fields: bits above 11 ignored");
     }
 
     #[test]
