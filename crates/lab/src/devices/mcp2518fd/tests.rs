@@ -679,3 +679,33 @@ fn a_sent_message_is_not_offered_again_while_its_completion_is_being_stored() {
     assert_eq!(ids.iter().filter(|&&id| id == 0x10).count(), 1, "the model's frame went out once: {ids:x?}");
     assert_eq!(t.dev.stats().tx_frames, 1);
 }
+
+#[test]
+fn tx_fifos_of_equal_priority_send_the_highest_index_first() {
+    // Reference manual, "Transmit priority": among FIFOs with the same
+    // TXPRI the highest index goes first; the TXQ wins a tie with FIFOs.
+    let mut t = T::new();
+    let bus = ready_on_bus(&mut t);
+    let rec = Recorder::attach(&bus, 16);
+    let _peer = Generator::attach(&bus, "peer", GeneratorConfig { count: 0, ..Default::default() }).unwrap();
+    let con = t.read(C1CON);
+    t.write(C1CON, con | CON_TXQEN);
+    for m in [1, 3] {
+        t.write(c1fifocon(m), FIFOCON_TXEN | (1 << FIFOCON_TXPRI_SHIFT));
+    }
+    t.write(C1TXQCON, FIFOCON_TXEN | (1 << FIFOCON_TXPRI_SHIFT));
+    t.set_mode(MODE_NORMAL_CAN20);
+    for (m, id) in [(1u16, 0x100u32), (3, 0x300), (0, 0x400)] {
+        let ua = u16::try_from(t.read(c1fifoua(m))).unwrap();
+        let mut b = vec![0x20 | ((0x400 + ua) >> 8) as u8, (0x400 + ua) as u8];
+        b.extend(id.to_le_bytes());
+        b.extend(1u32.to_le_bytes());
+        b.extend([0; 8]);
+        t.xfer(&b);
+        t.write_byte(c1fifocon(m) + 1, (FIFOCON_UINC >> 8) as u8);
+    }
+    t.write(C1TXREQ, (1 << 0) | (1 << 1) | (1 << 3));
+    t.wait_for(|t| t.dev.stats().tx_frames == 3);
+    let ids: Vec<u32> = rec.records().iter().map(|r| r.frame.id().raw()).collect();
+    assert_eq!(ids, vec![0x400, 0x300, 0x100], "TXQ, then FIFO 3, then FIFO 1");
+}

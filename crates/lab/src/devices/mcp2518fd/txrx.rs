@@ -63,23 +63,25 @@ impl Core {
     }
 
     /// The highest-priority message ready at `at`: (fifo, slot, frame).
+    /// Between FIFOs of equal TXPRI the highest index goes first, and the
+    /// TXQ before any FIFO of its priority.
     /// A message whose DLC needs more bytes than its object's payload is
     /// not sent: DLCMM and IVMIF are set and its FIFO's TXREQ is cleared.
     pub(super) fn tx_candidate(&mut self, at: Instant) -> Option<(usize, u8, Frame)> {
         loop {
-            let mut best: Option<(u32, usize, u8)> = None;
+            let mut best: Option<((u32, bool, usize), u8)> = None;
             for m in 0..32 {
                 let f = &self.fifos[m];
                 if !self.fifo_enabled_for_tx(m) || !f.txreq || f.count == 0 || f.ready_at > at {
                     continue;
                 }
                 let Some(slot) = self.tx_slot(m) else { continue };
-                let pri = (f.con >> FIFOCON_TXPRI_SHIFT) & 0x1F;
-                if best.is_none_or(|(p, _, _)| pri > p) {
-                    best = Some((pri, m, slot));
+                let rank = ((f.con >> FIFOCON_TXPRI_SHIFT) & 0x1F, m == 0, m);
+                if best.is_none_or(|(r, _)| rank > r) {
+                    best = Some((rank, slot));
                 }
             }
-            let (_, m, slot) = best?;
+            let ((_, _, m), slot) = best?;
             let f = self.fifos[m];
             let (frame, _, mismatch) = self.frame_at(f.obj_addr(slot), f.payload());
             if !mismatch {
