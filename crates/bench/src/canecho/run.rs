@@ -31,11 +31,11 @@ pub struct EchoOutcome {
 /// bus load the echo wins arbitration against the generator instead of
 /// starving behind it (canecho.c answers with id + 1).
 pub fn echo_id(id: u16, offset: i32) -> u16 {
-    let e = i32::from(id) + offset;
+    let e = i32::from(id).saturating_add(offset);
     if (0..=0x7FF).contains(&e) {
         e as u16
     } else {
-        (i32::from(id) - offset).clamp(0, 0x7FF) as u16
+        i32::from(id).saturating_sub(offset).clamp(0, 0x7FF) as u16
     }
 }
 
@@ -264,4 +264,17 @@ pub fn summary(xs: &[f64]) -> serde_json::Value {
         "p99": r(percentile(xs, 99.0)),
         "max": r(xs.iter().copied().fold(f64::MIN, f64::max)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::echo_id;
+
+    #[test]
+    fn echo_id_stays_standard_for_any_offset() {
+        assert_eq!(echo_id(0x077, -1), 0x076);
+        assert_eq!(echo_id(0, -1), 1, "above for id 0");
+        assert_eq!(echo_id(0x077, i32::MAX), 0, "an offset past the range is a valid id, not an overflow");
+        assert_eq!(echo_id(0x7FF, i32::MIN), 0x7FF);
+    }
 }
