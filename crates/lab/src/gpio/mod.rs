@@ -168,13 +168,19 @@ impl std::error::Error for LabGpioError {}
 
 type RemoveCallback = Box<dyn FnOnce() + Send>;
 
+/// Names one [`GpioChip::on_remove`] registration, to withdraw it with
+/// [`GpioChip::forget_on_remove`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoveCallbackId(u64);
+
 pub(crate) struct Shared {
     config: GpioChipConfig,
     id: u64,
     lines: Box<[Line]>,
     removed: AtomicBool,
     after_removal: AtomicU64,
-    on_remove: Mutex<Vec<RemoveCallback>>,
+    on_remove: Mutex<Vec<(RemoveCallbackId, RemoveCallback)>>,
+    next_callback: AtomicU64,
     /// Held by a removal for its whole run: a concurrent one waits for it.
     removing: Mutex<()>,
     scheduler: Scheduler,
@@ -223,6 +229,7 @@ impl GpioChip {
             removed: AtomicBool::new(false),
             after_removal: AtomicU64::new(0),
             on_remove: Mutex::new(Vec::new()),
+            next_callback: AtomicU64::new(0),
             removing: Mutex::new(()),
             scheduler: lab.scheduler().clone(),
             weak: weak.clone(),
@@ -371,14 +378,29 @@ impl GpioChip {
     /// Backdoor: registers `f` to run when the chip is removed, before it
     /// goes away (the stack's glue waits there for in-flight accesses).
     /// Runs `f` at once if the chip is already removed.
-    pub fn on_remove(&self, f: impl FnOnce() + Send + 'static) {
+    pub fn on_remove(&self, f: impl FnOnce() + Send + 'static) -> RemoveCallbackId {
+        let id = RemoveCallbackId(self.shared.next_callback.fetch_add(1, Ordering::Relaxed));
         let mut cbs = self.shared.on_remove.lock().unwrap_or_else(|e| e.into_inner());
         if self.is_removed() {
             drop(cbs);
             f();
         } else {
-            cbs.push(Box::new(f));
+            cbs.push((id, Box::new(f)));
         }
+        id
+    }
+
+    /// Backdoor: withdraws a callback registered with
+    /// [`GpioChip::on_remove`] that has not run (a client that let go of the
+    /// chip); a callback already run or withdrawn is not affected.
+    pub fn forget_on_remove(&self, id: RemoveCallbackId) {
+        self.shared.on_remove.lock().unwrap_or_else(|e| e.into_inner()).retain(|(i, _)| *i != id);
+    }
+
+    /// Backdoor: callbacks registered with [`GpioChip::on_remove`] that
+    /// have neither run nor been withdrawn.
+    pub fn remove_callbacks(&self) -> usize {
+        self.shared.on_remove.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// Backdoor: unplugs the chip. Runs the [`GpioChip::on_remove`]
@@ -389,7 +411,7 @@ impl GpioChip {
     pub fn remove(&self) {
         let _one_at_a_time = self.shared.removing.lock().unwrap_or_else(|e| e.into_inner());
         let cbs = std::mem::take(&mut *self.shared.on_remove.lock().unwrap_or_else(|e| e.into_inner()));
-        for cb in cbs {
+        for (_, cb) in cbs {
             cb();
         }
         let mut guard = self.shared.on_remove.lock().unwrap_or_else(|e| e.into_inner());
@@ -401,7 +423,7 @@ impl GpioChip {
         // Callbacks registered while the first ones ran.
         let late = std::mem::take(&mut *guard);
         drop(guard);
-        for cb in late {
+        for (_, cb) in late {
             cb();
         }
     }

@@ -440,3 +440,23 @@ fn set_many_refuses_an_offset_twice_and_sets_nothing() {
     assert!(matches!(e, GpioError::InvalidConfig { .. }) && e.to_string().contains("offset 1 twice"), "{e}");
     assert_eq!((hw.value(0), hw.value(1)), (Ok(false), Ok(false)), "nothing set");
 }
+
+/// Every open registers for the lab chip's removal; dropping the chip
+/// withdraws it, so a program that opens the chip again and again (as a
+/// gpiod tool does per command) does not grow the lab's list without end.
+#[test]
+fn opening_and_dropping_a_chip_leaves_no_removal_callback_behind() {
+    let (_lab, hw, chip) = setup(4);
+    let registered = hw.remove_callbacks();
+    assert_eq!(registered, 1, "the open chip's own registration");
+    for _ in 0..100 {
+        let again = open(&hw).unwrap();
+        assert_eq!(hw.remove_callbacks(), registered + 1);
+        drop(again);
+    }
+    assert_eq!(hw.remove_callbacks(), registered);
+    // The registration that stays still works: removal reaches the open chip.
+    hw.remove();
+    assert!(chip.is_gone());
+    assert_eq!(hw.remove_callbacks(), 0);
+}

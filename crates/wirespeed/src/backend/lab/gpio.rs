@@ -14,24 +14,42 @@
 use crate::gpio::fd::EventFd;
 use crate::gpio::{
     Bias, Chip, ChipBackend, ChipInfo, Direction, Drive, Edge, EdgeEvent, EdgeKind, EventSignal, GpioError, LineConfig,
-    LineInfo, LineSettings, RequestBackend, RequestConfig,
+    LineInfo, LineSettings, RemovalHandle, RequestBackend, RequestConfig,
 };
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
-use wirespeed_lab::gpio::{self as lab, GpioChip, LabGpioError, LineEvent, LineSetup};
+use wirespeed_lab::gpio::{self as lab, GpioChip, LabGpioError, LineEvent, LineSetup, RemoveCallbackId};
 use wirespeed_time::now;
 
 /// Opens a lab GPIO chip as a stack [`Chip`].
+///
+/// The lab chip's removal marks the stack chip removed; dropping the stack
+/// chip withdraws that registration, so opening and dropping a chip any
+/// number of times leaves nothing behind.
 pub fn open(chip: &GpioChip) -> Result<Chip, GpioError> {
     if chip.is_removed() {
         return Err(GpioError::ChipGone { chip: chip.name().to_owned() });
     }
     let glue = glue_for(chip);
-    let c = Chip::from_backend(Box::new(LabChip { chip: chip.clone(), glue }))?;
-    let handle = c.removal_handle();
-    chip.on_remove(move || handle.remove());
+    // The stack chip's removal handle exists only once the chip does, and
+    // the chip owns the registration: the callback finds the handle here.
+    let handle: Arc<OnceLock<RemovalHandle>> = Arc::default();
+    let registration = {
+        let handle = handle.clone();
+        chip.on_remove(move || {
+            if let Some(h) = handle.get() {
+                h.remove();
+            }
+        })
+    };
+    let c = Chip::from_backend(Box::new(LabChip { chip: chip.clone(), glue, registration }))?;
+    let _ = handle.set(c.removal_handle());
+    if chip.is_removed() {
+        // Removed before the handle was set: the callback found nothing.
+        c.removal_handle().remove();
+    }
     Ok(c)
 }
 
@@ -101,6 +119,13 @@ fn to_lab(s: &LineSettings, current: &LineSetup) -> LineSetup {
 struct LabChip {
     chip: GpioChip,
     glue: Arc<Glue>,
+    registration: RemoveCallbackId,
+}
+
+impl Drop for LabChip {
+    fn drop(&mut self) {
+        self.chip.forget_on_remove(self.registration);
+    }
 }
 
 impl ChipBackend for LabChip {
