@@ -416,7 +416,8 @@ fn set_thread_policy(policy: libc::c_int, priority: libc::c_int) -> io::Result<(
 }
 
 /// Runs the calling thread at SCHED_FIFO while it lives and restores its
-/// previous policy and priority on drop. Touches nothing else: not the other
+/// previous policy and priority (its `SCHED_RESET_ON_FORK` flag included) on
+/// drop. Touches nothing else: not the other
 /// threads, not memory locking, not the timer slack. Not `Send`: it belongs
 /// to the thread it changed.
 #[derive(Debug)]
@@ -431,16 +432,20 @@ impl FifoGuard {
     pub fn enter(priority: FifoPriority) -> Result<FifoGuard, RealtimeError> {
         let err = |source| RealtimeError::Sched { priority, source };
         let previous = thread_policy().map_err(err)?;
-        set_thread_policy(libc::SCHED_FIFO, priority.get() as i32).map_err(err)?;
+        // Keep SCHED_RESET_ON_FORK as it was: threads forked meanwhile get
+        // what they would have got without the guard.
+        let reset_on_fork = previous.0 & libc::SCHED_RESET_ON_FORK;
+        set_thread_policy(libc::SCHED_FIFO | reset_on_fork, priority.get() as i32).map_err(err)?;
         Ok(FifoGuard { previous, _not_send: PhantomData })
     }
 }
 
 impl Drop for FifoGuard {
     fn drop(&mut self) {
-        // Lowering one's own priority is always allowed.
+        // Lowering one's own priority is always allowed; the policy as
+        // `sched_getscheduler` gave it, SCHED_RESET_ON_FORK included.
         let (policy, prio) = self.previous;
-        let _ = set_thread_policy(policy & !libc::SCHED_RESET_ON_FORK, prio);
+        let _ = set_thread_policy(policy, prio);
     }
 }
 
@@ -537,6 +542,28 @@ mod tests {
                 }
             }
             assert!(run_at_fifo(FifoPriority::MIN, || 7).map_or(true, |v| v == 7));
+            assert_eq!(thread_policy().unwrap(), before);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn fifo_guard_keeps_reset_on_fork() {
+        // A thread started with SCHED_RESET_ON_FORK (e.g. under `chrt -R`)
+        // has it again after the guard, so its children still start normal.
+        std::thread::spawn(|| {
+            // SAFETY: a valid sched_param for the calling thread.
+            let rc = unsafe {
+                let param: libc::sched_param = std::mem::zeroed();
+                libc::sched_setscheduler(0, libc::SCHED_OTHER | libc::SCHED_RESET_ON_FORK, &param)
+            };
+            assert_eq!(rc, 0);
+            let before = thread_policy().unwrap();
+            assert_eq!(before.0, libc::SCHED_OTHER | libc::SCHED_RESET_ON_FORK);
+            if let Ok(g) = FifoGuard::enter(FifoPriority::MIN) {
+                drop(g);
+            }
             assert_eq!(thread_policy().unwrap(), before);
         })
         .join()
