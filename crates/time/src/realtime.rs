@@ -417,12 +417,16 @@ fn set_thread_policy(policy: libc::c_int, priority: libc::c_int) -> io::Result<(
 
 /// Runs the calling thread at SCHED_FIFO while it lives and restores its
 /// previous policy and priority (its `SCHED_RESET_ON_FORK` flag included) on
-/// drop. Touches nothing else: not the other
-/// threads, not memory locking, not the timer slack. Not `Send`: it belongs
-/// to the thread it changed.
+/// drop. Touches nothing else: not the other threads, not memory locking, and
+/// the timer slack is the thread's own again after the drop (kernels since
+/// 6.7 hold a realtime thread's slack at 0 and, when it turns normal again,
+/// give it the default slack rather than the one it had; the guard sets it
+/// back). Not `Send`: it belongs to the thread it changed.
 #[derive(Debug)]
 pub struct FifoGuard {
     previous: (libc::c_int, libc::c_int),
+    /// The thread's timer slack before (ns); 0 if it had none (realtime).
+    previous_slack_ns: u64,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -432,11 +436,12 @@ impl FifoGuard {
     pub fn enter(priority: FifoPriority) -> Result<FifoGuard, RealtimeError> {
         let err = |source| RealtimeError::Sched { priority, source };
         let previous = thread_policy().map_err(err)?;
+        let previous_slack_ns = current_timer_slack_ns();
         // Keep SCHED_RESET_ON_FORK as it was: threads forked meanwhile get
         // what they would have got without the guard.
         let reset_on_fork = previous.0 & libc::SCHED_RESET_ON_FORK;
         set_thread_policy(libc::SCHED_FIFO | reset_on_fork, priority.get() as i32).map_err(err)?;
-        Ok(FifoGuard { previous, _not_send: PhantomData })
+        Ok(FifoGuard { previous, previous_slack_ns, _not_send: PhantomData })
     }
 }
 
@@ -446,6 +451,12 @@ impl Drop for FifoGuard {
         // `sched_getscheduler` gave it, SCHED_RESET_ON_FORK included.
         let (policy, prio) = self.previous;
         let _ = set_thread_policy(policy, prio);
+        // Back at a normal policy the kernel may have reset the slack to the
+        // thread's default; a realtime thread had none (0: nothing to set).
+        if self.previous_slack_ns > 0 && current_timer_slack_ns() != self.previous_slack_ns {
+            // SAFETY: PR_SET_TIMERSLACK takes the slack as a plain value.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, self.previous_slack_ns as libc::c_ulong, 0, 0, 0) };
+        }
     }
 }
 
@@ -543,6 +554,23 @@ mod tests {
             }
             assert!(run_at_fifo(FifoPriority::MIN, || 7).map_or(true, |v| v == 7));
             assert_eq!(thread_policy().unwrap(), before);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn fifo_guard_leaves_the_timer_slack_as_it_was() {
+        // Kernels since 6.7 zero a realtime thread's slack and, when it goes
+        // back to SCHED_OTHER, give it the default slack, not the one it had.
+        std::thread::spawn(|| {
+            // SAFETY: PR_SET_TIMERSLACK on the calling thread only.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 5_000_000 as libc::c_ulong, 0, 0, 0) };
+            assert_eq!(current_timer_slack_ns(), 5_000_000);
+            if let Ok(g) = FifoGuard::enter(FifoPriority::MIN) {
+                drop(g);
+            }
+            assert_eq!(current_timer_slack_ns(), 5_000_000);
         })
         .join()
         .unwrap();
