@@ -10,22 +10,54 @@
 //! delay, created on its first sleep and closed when it exits), without
 //! changing the thread's timer slack; where no timerfd can be made (the
 //! descriptor limit reached, say) it falls back to `clock_nanosleep`.
+//!
+//! A process forked without exec (Python's `multiprocessing` does this)
+//! inherits the forking thread's descriptors, its timer among them: one timer
+//! shared by two processes, each re-arming it under the other's sleep. So a
+//! timer belongs to the process that made it; the child makes its own.
 
 use crate::clock::{now, Instant};
-use std::cell::OnceCell;
+use std::cell::RefCell;
 
-/// The calling thread's timer, if it could be made.
-struct ThreadTimer(libc::c_int);
+/// The calling thread's timer (`None`: it could not be made), and the
+/// process that made it.
+struct ThreadTimer {
+    fd: Option<libc::c_int>,
+    pid: libc::pid_t,
+}
+
+impl ThreadTimer {
+    fn new() -> ThreadTimer {
+        // SAFETY: plain system calls; the descriptor is owned by ThreadTimer.
+        let (fd, pid) = unsafe { (libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC), libc::getpid()) };
+        ThreadTimer { fd: (fd >= 0).then_some(fd), pid }
+    }
+}
 
 impl Drop for ThreadTimer {
     fn drop(&mut self) {
-        // SAFETY: the descriptor is ours and closed once.
-        unsafe { libc::close(self.0) };
+        if let Some(fd) = self.fd {
+            // SAFETY: the descriptor is ours (in a forked child: this
+            // process's copy) and closed once.
+            unsafe { libc::close(fd) };
+        }
     }
 }
 
 thread_local! {
-    static TIMER: OnceCell<Option<ThreadTimer>> = const { OnceCell::new() };
+    static TIMER: RefCell<Option<ThreadTimer>> = const { RefCell::new(None) };
+}
+
+/// The calling thread's timer descriptor, made on first use and made again
+/// in a forked child (closing the inherited copy); `None` if it cannot be.
+fn thread_timer_fd(timer: &RefCell<Option<ThreadTimer>>) -> Option<libc::c_int> {
+    let mut timer = timer.borrow_mut();
+    // SAFETY: getpid cannot fail.
+    let pid = unsafe { libc::getpid() };
+    if !matches!(&*timer, Some(t) if t.pid == pid) {
+        *timer = Some(ThreadTimer::new());
+    }
+    timer.as_ref().and_then(|t| t.fd)
 }
 
 fn timespec(at: Instant) -> libc::timespec {
@@ -36,17 +68,8 @@ fn timespec(at: Instant) -> libc::timespec {
 /// Sleeps until `at` on `CLOCK_MONOTONIC`; the instant it returned, or the
 /// error number (`EINTR`: a signal interrupted it).
 pub(crate) fn sleep_until(at: Instant) -> Result<Instant, i32> {
-    let via_timer = TIMER.try_with(|t| {
-        t.get_or_init(|| {
-            // SAFETY: plain system call; the descriptor is owned by ThreadTimer.
-            let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
-            (fd >= 0).then_some(ThreadTimer(fd))
-        })
-        .as_ref()
-        .map(|timer| timer_sleep(timer.0, at))
-    });
-    match via_timer {
-        Ok(Some(r)) => r,
+    match TIMER.try_with(thread_timer_fd) {
+        Ok(Some(fd)) => timer_sleep(fd, at),
         // No timerfd (or the thread is exiting): the slack-bound sleep.
         _ => nanosleep_until(at),
     }
@@ -130,6 +153,43 @@ mod tests {
             let (asked, took) = h.join().unwrap();
             assert!(took >= asked, "asked {asked} ns, woke after {took} ns");
         }
+    }
+
+    #[test]
+    fn a_forked_child_does_not_share_the_parents_timer() {
+        // A child forked without exec (Python's multiprocessing does this)
+        // inherits the forking thread's descriptors, its timer's among them.
+        // Here the parent sleeps 500 ms; meanwhile the child sleeps 10 ms. On
+        // a shared timer the child's re-arm cuts the parent's sleep short at
+        // the child's instant, or the child takes the one expiration and the
+        // parent never wakes.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // This thread's timer exists from here on.
+            sleep_until(now()).unwrap();
+            // SAFETY: the child only sleeps and exits, without unwinding.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                // SAFETY: plain system calls; _exit skips the parent's atexit state.
+                unsafe {
+                    libc::usleep(50_000);
+                    let _ = sleep_until(now().add_ns(10_000_000));
+                    libc::_exit(0);
+                }
+            }
+            let at = now().add_ns(500_000_000);
+            let woke = sleep_until(at);
+            let _ = tx.send((pid, woke.map(|w| w >= at)));
+        });
+        let got = rx.recv_timeout(std::time::Duration::from_secs(5));
+        if let Ok((pid, _)) = got {
+            // SAFETY: the child is ours; reap it whether it exited or not.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+        }
+        assert!(matches!(got, Ok((_, Ok(true)))), "the parent's 500 ms sleep: {got:?}");
     }
 
     #[test]
