@@ -475,8 +475,10 @@ pub fn current_thread_is_realtime() -> bool {
 
 /// The calling thread's timer slack in nanoseconds (`PR_GET_TIMERSLACK`).
 pub fn current_timer_slack_ns() -> u64 {
+    // The kernel returns the slack as a long; glibc's prctl() cuts it to an
+    // int, which turns 2^31 ns (2.1 s) and more negative: ask directly.
     // SAFETY: PR_GET_TIMERSLACK takes no pointer and returns the slack.
-    let r = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+    let r = unsafe { libc::syscall(libc::SYS_prctl, libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
     u64::try_from(r).unwrap_or(0)
 }
 
@@ -571,6 +573,18 @@ mod tests {
                 drop(g);
             }
             assert_eq!(current_timer_slack_ns(), 5_000_000);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn timer_slack_is_reported_beyond_two_seconds() {
+        // PR_GET_TIMERSLACK returns a long; glibc's prctl() an int.
+        std::thread::spawn(|| {
+            // SAFETY: PR_SET_TIMERSLACK on the calling thread only.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 3_000_000_000 as libc::c_ulong, 0, 0, 0) };
+            assert_eq!(current_timer_slack_ns(), 3_000_000_000);
         })
         .join()
         .unwrap();
