@@ -7,7 +7,9 @@
 //! Everything in wirespeed that waits — chip-select setup times, a transfer's
 //! delay-after, the lab's notion of when a bit leaves the wire — is expressed
 //! as a [`Deadline`] on the one monotonic clock read by [`now`]. Nothing here
-//! changes the host's scheduling unless [`realtime::setup`] is called.
+//! changes the host's scheduling unless asked: [`realtime::setup`], a
+//! [`realtime::FifoGuard`] (or [`realtime::run_at_fifo`]) and a held
+//! [`CpuLatencyRequest`] are the only ways, each called explicitly.
 //!
 //! ```
 //! use wirespeed_time::{now, Deadline, spin_until};
