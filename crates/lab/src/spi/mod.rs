@@ -8,6 +8,8 @@
 
 mod model;
 pub mod regs;
+#[cfg(test)]
+mod tests;
 
 use crate::irq::IrqLine;
 use crate::lab::Lab;

@@ -78,6 +78,14 @@ pub(super) struct IrqEffects {
     pub check_at: Option<Instant>,
 }
 
+/// How long a word of `bits` bits takes at SCLK = `base_hz` / `clkdiv`:
+/// bits × CLKDIV base-clock periods, rounded up to a whole ns (never early),
+/// saturating at the end of time for a sub-hertz clock.
+fn word_ns(bits: u8, clkdiv: u32, base_hz: u64) -> u64 {
+    let ns = (u128::from(bits) * u128::from(clkdiv.max(2)) * 1_000_000_000).div_ceil(u128::from(base_hz.max(1)));
+    u64::try_from(ns).unwrap_or(u64::MAX)
+}
+
 fn bits_of(ctrl: u32) -> u8 {
     (((ctrl >> CTRL_BPW_SHIFT) & CTRL_BPW_MASK) + 1) as u8
 }
@@ -379,8 +387,7 @@ impl Model {
             return;
         }
         let bits = bits_of(self.ctrl);
-        let hz = self.base_clock_hz / u64::from(self.clkdiv.max(2));
-        let word_ns = if self.instant_wire { 0 } else { (u64::from(bits) * 1_000_000_000).div_ceil(hz) };
+        let word_ns = if self.instant_wire { 0 } else { word_ns(bits, self.clkdiv, self.base_clock_hz) };
         self.done_flag = false;
         self.popped_in_burst = 0;
         self.rx.clear();

@@ -1,0 +1,86 @@
+use super::regs::*;
+use super::*;
+use crate::devices::Loopback;
+use crate::trace::TraceEvent;
+use crate::LabConfig;
+use std::time::Duration;
+use wirespeed_time::now;
+
+fn block_with(config: LabConfig, spi: SpiControllerConfig) -> (Lab, SpiController) {
+    let lab = Lab::new(config);
+    let block = lab.spi_controller(SpiControllerConfig { power_up_ns: 0, ..spi });
+    block.attach(0, Loopback::new());
+    block.write(CS, CS_ASSERT);
+    (lab, block)
+}
+
+fn block() -> (Lab, SpiController) {
+    block_with(LabConfig::default(), SpiControllerConfig::default())
+}
+
+/// Polls `STATUS` until `DONE`, for at most five seconds.
+fn wait_done(block: &SpiController) -> u32 {
+    let limit = now().add_ns(5_000_000_000);
+    loop {
+        let s = block.read(STATUS);
+        if s & STATUS_DONE != 0 || now() > limit {
+            return s;
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+}
+
+#[test]
+fn a_divider_slower_than_a_hertz_gives_a_word_time_not_a_panic() {
+    // SCLK = 200 MHz / 0xFFFF_FFFF is below 1 Hz; a client may write any value.
+    let (_lab, block) = block();
+    block.write(CLKDIV, u32::MAX);
+    block.write(XFERLEN, 1);
+    block.write(TXDATA, 0xA5);
+    block.write(START, START_GO);
+    let s = block.read(STATUS);
+    assert_eq!(s & (STATUS_BUSY | STATUS_DONE | STATUS_ERR), STATUS_BUSY, "one word takes minutes: {s:#x}");
+    block.write(RESET, 1);
+    assert_eq!(block.read(STATUS) & (STATUS_BUSY | STATUS_ERR), 0);
+
+    // A block clocked at 1 Hz, at its slowest divider and widest words.
+    let (_lab, block) =
+        block_with(LabConfig::default(), SpiControllerConfig { base_clock_hz: 1, ..SpiControllerConfig::default() });
+    block.write(CTRL, CTRL_EN | (31 << CTRL_BPW_SHIFT));
+    block.write(CLKDIV, u32::MAX);
+    block.write(XFERLEN, 0xFF_FFFF);
+    block.write(TXDATA, 1);
+    block.write(IRQEN, IRQ_DONE);
+    block.write(START, START_GO);
+    assert_eq!(block.read(STATUS) & (STATUS_BUSY | STATUS_ERR), STATUS_BUSY);
+    assert!(!block.irq().is_raised());
+}
+
+#[test]
+fn a_word_lasts_its_bits_over_sclk_exactly_whatever_the_divider() {
+    // 200 MHz base: one SCLK period is 5 ns × CLKDIV, an exact number of ns.
+    for (div, bits, ns) in [(3u32, 8u32, 120u64), (3, 16, 240), (7, 32, 1_120), (2, 8, 80), (6, 8, 240)] {
+        let (_lab, block) = block();
+        block.trace_start(16);
+        block.write(CTRL, CTRL_EN | ((bits - 1) << CTRL_BPW_SHIFT));
+        block.write(CLKDIV, div);
+        block.write(XFERLEN, 2);
+        block.write_fifo(&[1, 2]);
+        block.write(START, START_GO);
+        assert_ne!(wait_done(&block) & STATUS_DONE, 0);
+        let words: Vec<(Instant, Instant)> = block
+            .trace_take()
+            .events
+            .iter()
+            .filter_map(|e| match *e {
+                TraceEvent::Word { start, end, .. } => Some((start, end)),
+                TraceEvent::Cs { .. } => None,
+            })
+            .collect();
+        assert_eq!(words.len(), 2);
+        for (start, end) in &words {
+            assert_eq!(end.ns_since(*start), ns, "{bits} bits at 200 MHz / {div}");
+        }
+        assert_eq!(words[1].0, words[0].1, "back to back");
+    }
+}
