@@ -428,7 +428,7 @@ impl Model {
                 due = self.predicted_end(b.len - 1);
             }
             if self.irqen & IRQ_RXTH != 0 {
-                let k = self.popped_in_burst + self.rxthr.max(1) - 1;
+                let k = self.popped_in_burst.saturating_add(self.rxthr.max(1) - 1);
                 if let Some(e) = self.predicted_end(k.min(b.len - 1)) {
                     due = Some(due.map_or(e, |d| d.min(e)));
                 }

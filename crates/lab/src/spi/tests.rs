@@ -84,3 +84,21 @@ fn a_word_lasts_its_bits_over_sclk_exactly_whatever_the_divider() {
         assert_eq!(words[1].0, words[0].1, "back to back");
     }
 }
+#[test]
+fn a_huge_rx_threshold_is_a_threshold_never_reached_not_an_overflow() {
+    let (_lab, block) = block_with(LabConfig { instant_wire: true, ..LabConfig::default() }, Default::default());
+    block.write(RXTHR, u32::MAX);
+    block.write(IRQEN, IRQ_RXTH);
+    block.write(XFERLEN, 4);
+    block.write_fifo(&[1, 2]);
+    block.write(START, START_GO);
+    // Two words shifted; the burst waits for two more.
+    assert_eq!(block.read(RXDATA), 1);
+    assert_eq!(block.read(RXDATA), 2);
+    let s = block.read(STATUS);
+    assert_eq!(s & (STATUS_BUSY | STATUS_ERR), STATUS_BUSY);
+    assert!(!block.irq().is_raised());
+    block.write_fifo(&[3, 4]);
+    assert_eq!(block.read(RXDATA), 3);
+    assert!(!block.irq().is_raised());
+}
