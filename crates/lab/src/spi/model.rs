@@ -226,6 +226,12 @@ impl Model {
         None
     }
 
+    /// Words in the TX FIFO at `t` (after [`Model::advance`] to `t`): those
+    /// not yet scheduled, and those scheduled to start shifting after `t`.
+    fn tx_level(&self, t: Instant) -> usize {
+        self.tx.len() + self.inflight.len() - self.inflight.partition_point(|f| f.start <= t)
+    }
+
     fn status(&self, t: Instant) -> u32 {
         let mut s = 0;
         if self.burst.is_some() {
@@ -240,7 +246,7 @@ impl Model {
         if self.err {
             s |= STATUS_ERR;
         }
-        s | (self.tx.len() as u32) << STATUS_TXLVL_SHIFT | (self.rx.len() as u32) << STATUS_RXLVL_SHIFT
+        s | (self.tx_level(t) as u32) << STATUS_TXLVL_SHIFT | (self.rx.len() as u32) << STATUS_RXLVL_SHIFT
     }
 
     fn irq_pending(&self) -> u32 {
@@ -311,7 +317,7 @@ impl Model {
                 if self.burst.is_some() {
                     self.advance(t);
                 }
-                if self.tx.len() as u32 >= self.current_depth() {
+                if self.tx_level(t) as u32 >= self.current_depth() {
                     self.err = true;
                 } else {
                     self.tx.push_back((v, t));

@@ -102,3 +102,23 @@ fn a_huge_rx_threshold_is_a_threshold_never_reached_not_an_overflow() {
     assert_eq!(block.read(RXDATA), 3);
     assert!(!block.irq().is_raised());
 }
+
+#[test]
+fn words_waiting_to_shift_stay_in_the_tx_fifo() {
+    // About 10 s per 8-bit word: nothing but the first word starts during the test.
+    let (_lab, block) = block();
+    block.write(CLKDIV, 0x1000_0000);
+    let depth = block.read(FIFOSIZE);
+    block.write(XFERLEN, 2 * depth);
+    block.write_fifo(&vec![0x55; depth as usize]);
+    assert_eq!(tx_level(block.read(STATUS)), depth);
+    block.write(START, START_GO);
+    let s = block.read(STATUS);
+    assert_eq!(tx_level(s), depth - 1, "only the first word is in the shifter: {s:#x}");
+    block.write(TXDATA, 0x55);
+    let s = block.read(STATUS);
+    assert_eq!((tx_level(s), s & STATUS_ERR), (depth, 0), "{s:#x}");
+    block.write(TXDATA, 0x55);
+    let s = block.read(STATUS);
+    assert_eq!((tx_level(s), s & STATUS_ERR), (depth, STATUS_ERR), "a push into a full FIFO: {s:#x}");
+}
