@@ -20,7 +20,7 @@ use crate::trace::Trace;
 use model::Model;
 use std::fmt;
 use std::sync::{Arc, Weak};
-use wirespeed_time::{delay_ns, Instant};
+use wirespeed_time::{delay_ns, now, Instant};
 
 /// The bus face of an SPI device model: what a chip sees on its pins.
 pub trait SpiDeviceModel: Send {
@@ -165,17 +165,28 @@ impl SpiController {
 
     /// Starts recording a bus trace with room for `capacity` events (clears the old one).
     pub fn trace_start(&self, capacity: usize) {
-        self.lock().trace.enable(capacity);
+        // Words are recorded as the model learns they shifted: first settle
+        // those that shifted before the trace started, unrecorded.
+        update(&self.shared, |m| {
+            m.advance(now());
+            m.trace.enable(capacity);
+        });
     }
 
     /// Stops recording the bus trace.
     pub fn trace_stop(&self) {
-        self.lock().trace.disable();
+        update(&self.shared, |m| {
+            m.advance(now());
+            m.trace.disable();
+        });
     }
 
     /// Takes what the trace recorded so far.
     pub fn trace_take(&self) -> Trace {
-        self.lock().trace.take()
+        update(&self.shared, |m| {
+            m.advance(now());
+            m.trace.take()
+        })
     }
 
     /// Backdoor: whether the block is powered and ready now.

@@ -122,3 +122,33 @@ fn words_waiting_to_shift_stay_in_the_tx_fifo() {
     let s = block.read(STATUS);
     assert_eq!((tx_level(s), s & STATUS_ERR), (depth, STATUS_ERR), "a push into a full FIFO: {s:#x}");
 }
+
+fn words_in(trace: &crate::trace::Trace) -> usize {
+    trace.events.iter().filter(|e| matches!(e, TraceEvent::Word { .. })).count()
+}
+
+#[test]
+fn the_trace_holds_what_shifted_while_it_recorded_and_nothing_else() {
+    let (_lab, block) = block();
+    // Two words shift (1.6 µs) with no register access after START.
+    block.trace_start(16);
+    block.write(XFERLEN, 2);
+    block.write_fifo(&[1, 2]);
+    block.write(CLKDIV, 20);
+    block.write(START, START_GO);
+    std::thread::sleep(Duration::from_millis(2));
+    block.trace_stop();
+    let tr = block.trace_take();
+    assert_eq!(words_in(&tr), 2, "words that shifted before the trace stopped: {tr:?}");
+    assert_ne!(block.read(STATUS) & STATUS_DONE, 0);
+
+    // Two words shift before the trace starts: they are not in it.
+    block.write(XFERLEN, 2);
+    block.write_fifo(&[3, 4]);
+    block.write(START, START_GO);
+    std::thread::sleep(Duration::from_millis(2));
+    block.trace_start(16);
+    assert_ne!(block.read(STATUS) & STATUS_DONE, 0);
+    let tr = block.trace_take();
+    assert_eq!(words_in(&tr), 0, "words that shifted before the trace started: {tr:?}");
+}
