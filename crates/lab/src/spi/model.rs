@@ -357,6 +357,8 @@ impl Model {
                 self.powered = on;
             }
             RESET if v & 1 != 0 => {
+                // Words that shifted before the reset reached the device.
+                self.advance(now());
                 self.burst = None;
                 self.tx.clear();
                 self.inflight.clear();

@@ -152,3 +152,21 @@ fn the_trace_holds_what_shifted_while_it_recorded_and_nothing_else() {
     let tr = block.trace_take();
     assert_eq!(words_in(&tr), 0, "words that shifted before the trace started: {tr:?}");
 }
+
+#[test]
+fn reset_after_a_burst_shifted_leaves_what_the_device_received() {
+    let lab = Lab::new(LabConfig::default());
+    let block = lab.spi_controller(SpiControllerConfig { power_up_ns: 0, ..SpiControllerConfig::default() });
+    let dev = Loopback::new();
+    block.attach(0, dev.clone());
+    block.write(CS, CS_ASSERT);
+    block.trace_start(16);
+    block.write(XFERLEN, 2);
+    block.write_fifo(&[1, 2]);
+    block.write(START, START_GO);
+    // Both words (160 ns) are on the wire long before the reset.
+    std::thread::sleep(Duration::from_millis(2));
+    block.write(RESET, 1);
+    assert_eq!(dev.words(), 2, "the device saw the words that shifted");
+    assert_eq!(words_in(&block.trace_take()), 2);
+}
