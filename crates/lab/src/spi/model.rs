@@ -346,7 +346,11 @@ impl Model {
             CLKDIV => self.clkdiv = v,
             XFERLEN => self.xferlen = v & 0xFF_FFFF,
             IRQEN => self.irqen = v & (IRQ_DONE | IRQ_RXTH),
-            IRQSTAT if v & IRQ_DONE != 0 => self.done_flag = false,
+            IRQSTAT if v & IRQ_DONE != 0 => {
+                // A burst that ended before the write is done, and cleared by it.
+                self.advance(now());
+                self.done_flag = false;
+            }
             RXTHR => self.rxthr = v.max(1),
             PWR => {
                 let on = v & PWR_ON != 0;

@@ -170,3 +170,17 @@ fn reset_after_a_burst_shifted_leaves_what_the_device_received() {
     assert_eq!(dev.words(), 2, "the device saw the words that shifted");
     assert_eq!(words_in(&block.trace_take()), 2);
 }
+
+#[test]
+fn clearing_done_after_the_burst_ended_clears_it() {
+    let (_lab, block) = block();
+    block.write(XFERLEN, 1);
+    block.write(TXDATA, 1);
+    block.write(START, START_GO);
+    // The word (80 ns) has shifted long before DONE is cleared, unread.
+    std::thread::sleep(Duration::from_millis(2));
+    block.write(IRQSTAT, IRQ_DONE);
+    assert_eq!(block.read(IRQSTAT) & IRQ_DONE, 0, "DONE rose before the clear");
+    assert_eq!(block.read(STATUS) & (STATUS_BUSY | STATUS_DONE), 0);
+    assert_eq!(block.read(RXDATA), 1);
+}
