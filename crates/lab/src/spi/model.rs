@@ -246,7 +246,9 @@ impl Model {
         if self.err {
             s |= STATUS_ERR;
         }
-        s | (self.tx_level(t) as u32) << STATUS_TXLVL_SHIFT | (self.rx.len() as u32) << STATUS_RXLVL_SHIFT
+        // The level fields are 8 bits wide: a deeper FIFO reads 255 until it drains below.
+        let level = |n: usize| n.min(0xFF) as u32;
+        s | level(self.tx_level(t)) << STATUS_TXLVL_SHIFT | level(self.rx.len()) << STATUS_RXLVL_SHIFT
     }
 
     fn irq_pending(&self) -> u32 {

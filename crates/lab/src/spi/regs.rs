@@ -78,9 +78,9 @@ pub const STATUS_DONE: u32 = 1 << 1;
 pub const STATUS_READY: u32 = 1 << 2;
 /// `STATUS`: a FIFO over/underflow or a refused `START` happened (cleared by `RESET`).
 pub const STATUS_ERR: u32 = 1 << 3;
-/// `STATUS`: shift of the TX level (8 bits).
+/// `STATUS`: shift of the TX level (8 bits, in words; saturates at 255).
 pub const STATUS_TXLVL_SHIFT: u32 = 8;
-/// `STATUS`: shift of the RX level (8 bits).
+/// `STATUS`: shift of the RX level (8 bits, in words; saturates at 255).
 pub const STATUS_RXLVL_SHIFT: u32 = 16;
 
 /// `IRQEN`/`IRQSTAT`: burst done.

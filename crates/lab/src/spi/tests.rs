@@ -184,3 +184,17 @@ fn clearing_done_after_the_burst_ended_clears_it() {
     assert_eq!(block.read(STATUS) & (STATUS_BUSY | STATUS_DONE), 0);
     assert_eq!(block.read(RXDATA), 1);
 }
+
+#[test]
+fn fifo_levels_beyond_their_field_do_not_spill_into_the_next() {
+    let spi = SpiControllerConfig { fifo_bytes: 256, ..SpiControllerConfig::default() };
+    let (_lab, block) = block_with(LabConfig { instant_wire: true, ..LabConfig::default() }, spi);
+    block.write_fifo(&[0x5A; 256]);
+    let s = block.read(STATUS);
+    assert_eq!((tx_level(s), rx_level(s), s >> 24), (0xFF, 0, 0), "{s:#x}");
+    block.write(XFERLEN, 256);
+    block.write(START, START_GO);
+    let s = block.read(STATUS);
+    assert_eq!((tx_level(s), rx_level(s), s >> 24), (0, 0xFF, 0), "{s:#x}");
+    assert_eq!(s & (STATUS_BUSY | STATUS_DONE), STATUS_DONE);
+}
