@@ -330,10 +330,16 @@ impl Model {
             }
             START if v & START_GO != 0 => self.start(),
             CS => {
+                let v = v & (CS_LINE_MASK | CS_ASSERT);
+                if v & CS_ASSERT != 0 && (v & CS_LINE_MASK) as usize >= self.devices.len() {
+                    // No such line to drive: refused, like a START that cannot run.
+                    self.err = true;
+                    return;
+                }
                 let t = now();
                 self.advance(t);
                 let old = self.native_selected();
-                self.cs = v & (CS_LINE_MASK | CS_ASSERT);
+                self.cs = v;
                 let new = self.native_selected();
                 if old != new {
                     if let Some(l) = old {

@@ -18,6 +18,7 @@ pub const CTRL: u32 = 0x00;
 /// SCLK divider: SCLK = BASECLK / CLKDIV. Values below 2 act as 2.
 pub const CLKDIV: u32 = 0x04;
 /// Native chip select: line index in bits 0..=3, `CS_ASSERT` (bit 8) drives it active.
+/// Asserting a line the block does not have is refused (`ERR`; the register keeps its value).
 pub const CS: u32 = 0x08;
 /// Length of the next burst, in words (1..=0xFF_FFFF).
 pub const XFERLEN: u32 = 0x0C;
@@ -76,7 +77,7 @@ pub const STATUS_BUSY: u32 = 1 << 0;
 pub const STATUS_DONE: u32 = 1 << 1;
 /// `STATUS`: powered and ready.
 pub const STATUS_READY: u32 = 1 << 2;
-/// `STATUS`: a FIFO over/underflow or a refused `START` happened (cleared by `RESET`).
+/// `STATUS`: a FIFO over/underflow, a refused `START` or a refused `CS` happened (cleared by `RESET`).
 pub const STATUS_ERR: u32 = 1 << 3;
 /// `STATUS`: shift of the TX level (8 bits, in words; saturates at 255).
 pub const STATUS_TXLVL_SHIFT: u32 = 8;

@@ -198,3 +198,20 @@ fn fifo_levels_beyond_their_field_do_not_spill_into_the_next() {
     assert_eq!((tx_level(s), rx_level(s), s >> 24), (0, 0xFF, 0), "{s:#x}");
     assert_eq!(s & (STATUS_BUSY | STATUS_DONE), STATUS_DONE);
 }
+
+#[test]
+fn asserting_a_chip_select_the_block_does_not_have_is_refused() {
+    let (_lab, block) = block(); // 4 chip selects, CS0 asserted
+    block.trace_start(16);
+    for line in [4u32, 15] {
+        block.write(CS, CS_ASSERT | line);
+        assert_ne!(block.read(STATUS) & STATUS_ERR, 0, "CS{line}");
+        assert_eq!(block.read(CS), CS_ASSERT, "CS0 stays selected");
+        block.write(RESET, 1);
+    }
+    assert!(block.trace_take().events.is_empty(), "no edge on a line that does not exist");
+    // Naming a missing line without asserting it selects nothing, which is fine.
+    block.write(CS, 7);
+    assert_eq!(block.read(STATUS) & STATUS_ERR, 0);
+    assert_eq!(block.read(CS), 7);
+}
