@@ -9,6 +9,7 @@
 //! A waiter that spins too long yields its CPU.
 
 use std::cell::UnsafeCell;
+use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -29,6 +30,9 @@ unsafe impl<T: Send> Send for SpinLock<T> {}
 #[derive(Debug)]
 pub struct SpinGuard<'a, T> {
     lock: &'a SpinLock<T>,
+    /// A guard hands out `&T` to whoever shares it: it may be shared between
+    /// threads only if `T` may (`&mut T` is `Sync` exactly when `T` is).
+    _shares_t: PhantomData<&'a mut T>,
 }
 
 impl<T> SpinLock<T> {
@@ -43,7 +47,7 @@ impl<T> SpinLock<T> {
         if self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
             self.lock_slow();
         }
-        SpinGuard { lock: self }
+        SpinGuard { lock: self, _shares_t: PhantomData }
     }
 
     #[cold]
@@ -91,6 +95,26 @@ impl<T> Drop for SpinGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `IS_SYNC` is the inherent constant where `T: Sync` holds, else the
+    /// trait's default.
+    struct Probe<T: ?Sized>(PhantomData<T>);
+    trait NotSync {
+        const IS_SYNC: bool = false;
+    }
+    impl<T: ?Sized> NotSync for Probe<T> {}
+    impl<T: ?Sized + Sync> Probe<T> {
+        const IS_SYNC: bool = true;
+    }
+
+    #[test]
+    fn a_guard_is_shared_between_threads_only_if_its_value_may_be() {
+        // A Cell may move between threads but not be shared: through a shared
+        // guard two threads would reach one Cell at once.
+        let cell = <Probe<SpinGuard<'static, std::cell::Cell<u8>>>>::IS_SYNC;
+        let plain = <Probe<SpinGuard<'static, u8>>>::IS_SYNC;
+        assert_eq!((cell, plain), (false, true), "(guard of a Cell, guard of a u8) Sync");
+    }
 
     #[test]
     fn exclusive_under_contention() {
