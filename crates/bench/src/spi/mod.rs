@@ -35,10 +35,15 @@ use rig::{round, traced_cs_figures, Rig, Round, Style};
 use serde_json::{json, Value};
 use wirespeed::spi::Policy;
 
+/// The largest message the scenario and [`trace_sample`] send, in bytes:
+/// spidev's default buffer size. Every message's buffers are allocated and
+/// its bus trace recorded (one event per byte).
+pub const MAX_SIZE: usize = 4096;
+
 /// Options of the `spi` scenario.
 #[derive(Clone, Debug)]
 pub struct SpiOptions {
-    /// Bytes per transfer (seed 000: 9 = 72 bits).
+    /// Bytes per transfer (seed 000: 9 = 72 bits), 1..=[`MAX_SIZE`].
     pub size: usize,
     /// SCLK in Hz.
     pub hz: u32,
@@ -160,6 +165,7 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
             o.size, o.msgs, o.rounds
         ));
     }
+    check_size(o.size)?;
     // Rigs: 0 classic, 1 fast, 2 fast on an instant wire (software cost
     // alone), then one per ablation switch.
     let mut rigs = vec![
@@ -359,9 +365,18 @@ impl SpiReport {
     }
 }
 
+/// Refuses a message size above [`MAX_SIZE`].
+fn check_size(size: usize) -> Result<(), String> {
+    if size > MAX_SIZE {
+        return Err(format!("size {size} bytes: at most {MAX_SIZE} bytes per message"));
+    }
+    Ok(())
+}
+
 /// Runs `msgs` sync messages of `size` bytes with `policy` on a fresh lab and
 /// returns the bus trace (for `wirespeed lab trace` and `--vcd`).
 pub fn trace_sample(policy: Policy, size: usize, hz: u32, msgs: u64) -> Result<wirespeed_lab::trace::Trace, String> {
+    check_size(size)?;
     let rig = Rig::new(policy, hz, false)?;
     let mut pm = rig.prepared(size.max(1))?;
     round(&rig, Style::Unprepared, size.max(1), 10, &mut pm)?;

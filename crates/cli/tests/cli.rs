@@ -1,0 +1,55 @@
+//! The `wirespeed` command's surface: bad arguments get a clear error and a
+//! non-zero exit (never a panic), `--json` prints one JSON object, `--help`
+//! shows defaults. Runs are tiny; `--cpus-may-sleep` keeps them from
+//! touching the host's PM QoS.
+
+use std::process::{Command, Output};
+
+fn wirespeed(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("running wirespeed")
+}
+
+/// Asserts a clean refusal: exit code 1 or 2, no panic, a message on stderr
+/// that contains every one of `needles`.
+#[track_caller]
+fn refused(args: &[&str], needles: &[&str]) {
+    let out = wirespeed(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(1 | 2)), "{args:?}: status {:?}, stderr:\n{err}", out.status);
+    assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: stderr lacks {n:?}:\n{err}");
+    }
+    assert!(out.stdout.is_empty(), "{args:?}: stdout not empty: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// Runs a command that must succeed with `--json` and returns its one object.
+#[track_caller]
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = wirespeed(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: status {:?}, stderr:\n{err}", out.status);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: stdout is not one JSON object: {e}"))
+}
+
+const SPI: &[&str] =
+    &["bench", "spi", "--cpus-may-sleep", "--no-ablation", "--threads", "0", "--count", "20", "--rounds", "2"];
+
+fn with<'a>(base: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
+    base.iter().chain(more).copied().collect()
+}
+
+#[test]
+fn a_message_size_too_large_to_hold_is_refused_not_a_panic() {
+    for size in ["18446744073709551615", "1000000000000", "4097"] {
+        refused(&with(SPI, &["--size", size]), &[size, "4096"]);
+        let out = std::env::temp_dir().join("wirespeed-cli-test-size.vcd");
+        refused(&["lab", "trace", "--count", "2", "--size", size, "-o", out.to_str().unwrap()], &[size, "4096"]);
+    }
+    let j = json(&with(SPI, &["--size", "4096", "--hz", "100000000", "--json"]));
+    assert_eq!(j["size_bytes"], 4096);
+}
