@@ -376,12 +376,15 @@ fn check_size(size: usize) -> Result<(), String> {
 /// Runs `msgs` sync messages of `size` bytes with `policy` on a fresh lab and
 /// returns the bus trace (for `wirespeed lab trace` and `--vcd`).
 pub fn trace_sample(policy: Policy, size: usize, hz: u32, msgs: u64) -> Result<wirespeed_lab::trace::Trace, String> {
+    if size == 0 || msgs == 0 {
+        return Err(format!("size {size} bytes, {msgs} messages: trace at least 1 message of at least 1 byte"));
+    }
     check_size(size)?;
     let rig = Rig::new(policy, hz, false)?;
-    let mut pm = rig.prepared(size.max(1))?;
-    round(&rig, Style::Unprepared, size.max(1), 10, &mut pm)?;
+    let mut pm = rig.prepared(size)?;
+    round(&rig, Style::Unprepared, size, 10, &mut pm)?;
     rig.block.trace_start((msgs as usize + 1) * (size + 4));
-    round(&rig, Style::Unprepared, size.max(1), msgs, &mut pm)?;
+    round(&rig, Style::Unprepared, size, msgs, &mut pm)?;
     rig.block.trace_stop();
     Ok(rig.block.trace_take())
 }
