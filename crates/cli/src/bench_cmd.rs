@@ -42,7 +42,7 @@ pub enum BenchCommand {
         /// Skip the per-switch ablation.
         #[arg(long)]
         no_ablation: bool,
-        /// Threads of the sync/async comparison (0 skips it).
+        /// Threads of the sync/async comparison (0 skips it; at most 256).
         #[arg(long, default_value_t = SpiOptions::default().async_threads)]
         threads: usize,
         /// Messages per thread in the sync/async comparison.

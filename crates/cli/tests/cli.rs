@@ -36,6 +36,7 @@ fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: stdout is not one JSON object: {e}"))
 }
 
+const SPI_BASE: &[&str] = &["bench", "spi", "--cpus-may-sleep", "--no-ablation", "--count", "20", "--rounds", "2"];
 const SPI: &[&str] =
     &["bench", "spi", "--cpus-may-sleep", "--no-ablation", "--threads", "0", "--count", "20", "--rounds", "2"];
 
@@ -60,4 +61,14 @@ fn lab_trace_refuses_zero_size_or_count_instead_of_recording_something_else() {
     let out = out.to_str().unwrap();
     refused(&["lab", "trace", "--count", "2", "--size", "0", "-o", out], &["size 0", "at least 1"]);
     refused(&["lab", "trace", "--count", "0", "-o", out], &["0 messages", "at least 1"]);
+}
+
+#[test]
+fn spi_async_comparison_refuses_zero_messages_and_more_threads_than_it_can_start() {
+    // 0 messages per thread measured nothing and reported a utilization of 0.
+    refused(&with(SPI_BASE, &["--threads", "2", "--thread-msgs", "0"]), &["0 messages per thread", "at least 1"]);
+    // A thread count the system cannot start aborted the process.
+    refused(&with(SPI_BASE, &["--threads", "100000", "--thread-msgs", "1"]), &["100000", "256"]);
+    let j = json(&with(SPI_BASE, &["--threads", "2", "--thread-msgs", "50", "--json"]));
+    assert!(j["async"]["sync"]["msgs_per_s"].as_f64().is_some_and(|m| m > 0.0), "{j}");
 }

@@ -40,6 +40,10 @@ use wirespeed::spi::Policy;
 /// its bus trace recorded (one event per byte).
 pub const MAX_SIZE: usize = 4096;
 
+/// The most threads the sync/async comparison starts (every one shares the
+/// one bus; the machines this runs on have a few CPUs).
+pub const MAX_ASYNC_THREADS: usize = 256;
+
 /// Options of the `spi` scenario.
 #[derive(Clone, Debug)]
 pub struct SpiOptions {
@@ -53,7 +57,8 @@ pub struct SpiOptions {
     pub rounds: u32,
     /// Measure each switch's share (fast with one switch off at a time).
     pub ablation: bool,
-    /// Threads of the sync/async comparison (0 skips it).
+    /// Threads of the sync/async comparison (0 skips it), at most
+    /// [`MAX_ASYNC_THREADS`].
     pub async_threads: usize,
     /// Messages per thread in the sync/async comparison.
     pub async_msgs: usize,
@@ -166,6 +171,15 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
         ));
     }
     check_size(o.size)?;
+    if o.async_threads > MAX_ASYNC_THREADS {
+        return Err(format!("{} threads: the sync/async comparison runs at most {MAX_ASYNC_THREADS}", o.async_threads));
+    }
+    if o.async_threads > 0 && o.async_msgs == 0 {
+        return Err(format!(
+            "{} threads with 0 messages per thread: send at least 1 (or run 0 threads to skip the comparison)",
+            o.async_threads
+        ));
+    }
     // Rigs: 0 classic, 1 fast, 2 fast on an instant wire (software cost
     // alone), then one per ablation switch.
     let mut rigs = vec![
