@@ -72,3 +72,25 @@ fn spi_async_comparison_refuses_zero_messages_and_more_threads_than_it_can_start
     let j = json(&with(SPI_BASE, &["--threads", "2", "--thread-msgs", "50", "--json"]));
     assert!(j["async"]["sync"]["msgs_per_s"].as_f64().is_some_and(|m| m > 0.0), "{j}");
 }
+
+#[test]
+fn spi_refuses_fewer_messages_than_rounds_instead_of_running_others() {
+    let spi = |count, rounds| {
+        vec![
+            "bench",
+            "spi",
+            "--cpus-may-sleep",
+            "--no-ablation",
+            "--threads",
+            "0",
+            "--count",
+            count,
+            "--rounds",
+            rounds,
+        ]
+    };
+    // 5 messages in 10 rounds ran 10 (one per round) and reported 5.
+    refused(&spi("5", "10"), &["5 messages", "10 rounds"]);
+    let j = json(&with(&spi("25", "10"), &["--json"]));
+    assert_eq!((j["msgs_per_policy"].as_u64(), j["rounds"].as_u64()), (Some(25), Some(10)));
+}

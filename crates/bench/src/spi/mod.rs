@@ -171,6 +171,12 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
         ));
     }
     check_size(o.size)?;
+    if o.msgs < u64::from(o.rounds) {
+        return Err(format!(
+            "{} messages in {} rounds: each round needs at least 1 message (give at least as many messages as rounds)",
+            o.msgs, o.rounds
+        ));
+    }
     if o.async_threads > MAX_ASYNC_THREADS {
         return Err(format!("{} threads: the sync/async comparison runs at most {MAX_ASYNC_THREADS}", o.async_threads));
     }
@@ -207,7 +213,6 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     }
     let actual_hz = f64::from(rigs[0].bus.caps().actual_speed_hz(o.hz));
     let wire_us = (o.size * 8) as f64 / actual_hz * 1e6;
-    let per_round = (o.msgs / u64::from(o.rounds)).max(1);
     let mut pms = series.iter().map(|s| rigs[s.rig].prepared(o.size)).collect::<Result<Vec<_>, _>>()?;
     // Warm-up: first-touch costs (shards, caches, the wake-margin measurement) stay out of the rounds.
     for (s, pm) in series.iter().zip(pms.iter_mut()) {
@@ -217,6 +222,8 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     for k in 0..o.rounds {
         let order: Vec<usize> =
             if k % 2 == 0 { (0..series.len()).collect() } else { (0..series.len()).rev().collect() };
+        // The rounds split the messages exactly.
+        let per_round = o.msgs / u64::from(o.rounds) + u64::from(u64::from(k) < o.msgs % u64::from(o.rounds));
         for i in order {
             let rd = round(&rigs[series[i].rig], series[i].style, o.size, per_round, &mut pms[i])?;
             series[i].rounds.push(rd);
