@@ -49,10 +49,15 @@ use crate::usage::{thread_cpu_ns, HostSteal};
 /// Iterations of a test between two reads of the thread's CPU time.
 pub const CHUNK: usize = 64;
 
+/// The most iterations a pass runs: every iteration's time is kept (9 tests,
+/// 72 bytes), and one iteration of all tests takes about 1.5 ms, so a pass
+/// of this many takes some 25 minutes.
+pub const MAX_ITERATIONS: usize = 1_000_000;
+
 /// Options of the `delay` scenario.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DelayOptions {
-    /// Iterations of each test in each pass (seed 004: 16,384). At least 1.
+    /// Iterations of each test in each pass (seed 004: 16,384), 1..=[`MAX_ITERATIONS`].
     pub iterations: usize,
     /// Also run the SCHED_FIFO pass where the kernel permits it.
     pub fifo: bool,
@@ -168,6 +173,9 @@ pub struct DelayReport {
 pub fn run(opts: &DelayOptions) -> Result<DelayReport, String> {
     if opts.iterations == 0 {
         return Err("delay: --iterations must be at least 1, got 0".to_owned());
+    }
+    if opts.iterations > MAX_ITERATIONS {
+        return Err(format!("delay: --iterations {}: at most {MAX_ITERATIONS}", opts.iterations));
     }
     let iterations = opts.iterations;
     let normal = std::thread::spawn(move || {

@@ -63,7 +63,7 @@ pub enum BenchCommand {
     /// and wirespeed's delay() from 1 µs to 1 ms, at normal priority and at
     /// SCHED_FIFO where permitted.
     Delay {
-        /// Iterations of each test in each pass.
+        /// Iterations of each test in each pass (1-1000000).
         #[arg(long, default_value_t = DelayOptions::default().iterations)]
         iterations: usize,
         /// Print one JSON object instead of tables.

@@ -94,3 +94,12 @@ fn spi_refuses_fewer_messages_than_rounds_instead_of_running_others() {
     let j = json(&with(&spi("25", "10"), &["--json"]));
     assert_eq!((j["msgs_per_policy"].as_u64(), j["rounds"].as_u64()), (Some(25), Some(10)));
 }
+
+#[test]
+fn delay_refuses_more_iterations_than_it_can_hold() {
+    // Each iteration's time is kept: these panicked ("capacity overflow") or
+    // aborted on a failed allocation.
+    for n in ["18446744073709551615", "100000000000"] {
+        refused(&["bench", "delay", "--cpus-may-sleep", "--iterations", n], &[n, "1000000"]);
+    }
+}
