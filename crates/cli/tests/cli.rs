@@ -103,3 +103,22 @@ fn delay_refuses_more_iterations_than_it_can_hold() {
         refused(&["bench", "delay", "--cpus-may-sleep", "--iterations", n], &[n, "1000000"]);
     }
 }
+
+#[test]
+fn canecho_refuses_a_gap_too_long_to_count_in_ns() {
+    // gap_us × 1000 wrapped in a release build: this ran with a gap of 384 ns.
+    refused(
+        &[
+            "bench",
+            "canecho",
+            "--cpus-may-sleep",
+            "--frames",
+            "2",
+            "--load-frames",
+            "0",
+            "--gap-us",
+            "18446744073709552",
+        ],
+        &["--gap-us 18446744073709552"],
+    );
+}

@@ -166,7 +166,11 @@ pub fn run(o: &CanechoOptions) -> Result<CanechoReport, String> {
     if o.frames == 0 {
         return Err("--frames 0: at least one frame is needed".into());
     }
-    let timed_t = Traffic { id: o.id, len: o.len, gap_ns: o.gap_us * 1_000, count: o.frames, bitrate: o.bitrate };
+    let gap_ns = o
+        .gap_us
+        .checked_mul(1_000)
+        .ok_or_else(|| format!("--gap-us {}: at most {} µs (the gap is counted in ns)", o.gap_us, u64::MAX / 1_000))?;
+    let timed_t = Traffic { id: o.id, len: o.len, gap_ns, count: o.frames, bitrate: o.bitrate };
     let load_t = Traffic { gap_ns: 0, count: o.load_frames, ..timed_t };
     let tc = run::timed(Policy::classic(), "spiA", &timed_t, o.echo_id_offset)?;
     let tf = run::timed(Policy::fast(), "spiC", &timed_t, o.echo_id_offset)?;
