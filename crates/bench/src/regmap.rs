@@ -35,7 +35,7 @@ const VOLATILE: u32 = 0xF0;
 pub struct RegmapOptions {
     /// SPI clock.
     pub speed_hz: u32,
-    /// SPI core policy (`fast`, `classic`, …).
+    /// SPI core policy (`fast` or `classic`).
     pub policy: String,
     /// Timed batches of cached reads.
     pub samples: usize,
@@ -107,7 +107,8 @@ pub fn run(opts: &RegmapOptions) -> Result<RegmapReport, String> {
     if opts.samples == 0 || opts.cached_reads == 0 || opts.uncached_reads == 0 || opts.rounds == 0 {
         return Err("samples, cached reads, uncached reads and rounds must be at least 1".into());
     }
-    let policy = Policy::by_name(&opts.policy).ok_or_else(|| format!("unknown policy {:?}", opts.policy))?;
+    let policy = Policy::by_name(&opts.policy)
+        .ok_or_else(|| format!("unknown policy {:?}: use fast or classic", opts.policy))?;
     let lab = Lab::new(LabConfig::default());
     let block = lab.spi_controller(Default::default());
     let regfile = RegFile::new(256);

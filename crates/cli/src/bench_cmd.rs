@@ -109,7 +109,7 @@ pub enum BenchCommand {
         /// SPI clock in Hz.
         #[arg(long, default_value_t = RegmapOptions::default().speed_hz)]
         speed_hz: u32,
-        /// SPI core policy.
+        /// SPI core policy: fast or classic.
         #[arg(long, default_value_t = RegmapOptions::default().policy)]
         policy: String,
         /// Timed batches of cached reads.

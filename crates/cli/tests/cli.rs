@@ -122,3 +122,11 @@ fn canecho_refuses_a_gap_too_long_to_count_in_ns() {
         &["--gap-us 18446744073709552"],
     );
 }
+
+#[test]
+fn regmap_names_the_policies_it_knows_when_refusing_one() {
+    refused(
+        &["bench", "regmap", "--cpus-may-sleep", "--samples", "1", "--rounds", "1", "--policy", "bogus"],
+        &["\"bogus\"", "fast", "classic"],
+    );
+}
