@@ -115,6 +115,8 @@ pub fn run(opts: &RegmapOptions) -> Result<RegmapReport, String> {
     block.attach(0, regfile.clone());
     let bus = Bus::new(LabSpi::new(block), policy);
     let dev = bus.device(DeviceConfig::new(0, opts.speed_hz)).map_err(|e| format!("SPI device: {e}"))?;
+    // The clock the controller's divider gives, which the wire times are at.
+    let clock_hz = bus.caps().actual_speed_hz(opts.speed_hz);
 
     let format = StdFormat::new(16, 8).with_flags(u32::from(REGFILE_READ) << 8, u32::from(REGFILE_WRITE) << 8);
     let mut config = RegmapConfig::new(format, 0xFF);
@@ -181,7 +183,7 @@ pub fn run(opts: &RegmapOptions) -> Result<RegmapReport, String> {
         policy: opts.policy.clone(),
         cached_read_ns: median(&per_read),
         uncached_read_us: median(&uncached),
-        uncached_wire_us: wire_us(3, opts.speed_hz),
+        uncached_wire_us: wire_us(3, clock_hz),
         multi_write: MultiWriteReport {
             registers: REGISTERS,
             messages,
@@ -189,8 +191,8 @@ pub fn run(opts: &RegmapOptions) -> Result<RegmapReport, String> {
             elapsed_us: median(&multi),
             separate_writes_elapsed_us: median(&separate),
             separate_writes_messages: separate_messages,
-            wire_us: wire_us(2 + u64::from(REGISTERS), opts.speed_hz),
-            separate_wire_us: wire_us(3 * u64::from(REGISTERS), opts.speed_hz),
+            wire_us: wire_us(2 + u64::from(REGISTERS), clock_hz),
+            separate_wire_us: wire_us(3 * u64::from(REGISTERS), clock_hz),
         },
     })
 }

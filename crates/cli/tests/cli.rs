@@ -130,3 +130,26 @@ fn regmap_names_the_policies_it_knows_when_refusing_one() {
         &["\"bogus\"", "fast", "classic"],
     );
 }
+
+#[test]
+fn regmap_wire_times_are_at_the_clock_the_controller_runs() {
+    // 60 MHz is not a divider of the lab's clock: the bus runs slower, and
+    // the wire time (the physical limit) must be the slower clock's, as spi's is.
+    let spi = json(&with(SPI, &["--size", "3", "--hz", "60000000", "--json"]));
+    let spi_wire = spi["fast"]["wire_us_per_msg"].as_f64().unwrap();
+    let j = json(&[
+        "bench",
+        "regmap",
+        "--cpus-may-sleep",
+        "--samples",
+        "1",
+        "--rounds",
+        "3",
+        "--speed-hz",
+        "60000000",
+        "--json",
+    ]);
+    // An uncached read is 3 bytes on the wire.
+    assert_eq!(j["uncached_wire_us"].as_f64(), Some(spi_wire), "{j}");
+    assert!(j["uncached_wire_us"].as_f64().unwrap() > 24.0 / 60.0, "{j}");
+}
