@@ -1,6 +1,7 @@
 //! `wirespeed bench <scenario>`: one subcommand per experiment.
 
 use clap::Subcommand;
+use wirespeed_bench::canecho::CanechoOptions;
 use wirespeed_bench::delay::{self as delay_bench, DelayOptions};
 use wirespeed_bench::regmap::RegmapOptions;
 use wirespeed_bench::spi::SpiOptions;
@@ -182,44 +183,48 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
 #[derive(Debug, clap::Args)]
 pub struct CanechoArgs {
     /// Frames in the timed run (cangen -n).
-    #[arg(long)]
+    #[arg(long, help = with_quick_default("Frames in the timed run (cangen -n)", |o| o.frames))]
     frames: Option<u64>,
-    /// Payload bytes (cangen -L).
-    #[arg(long)]
-    len: Option<usize>,
-    /// Identifier of the generated frames (cangen -I), e.g. 0x077.
-    #[arg(long, value_parser = parse_id)]
-    id: Option<u16>,
+    /// Payload bytes (cangen -L), 0-8.
+    #[arg(long, default_value_t = CanechoOptions::default().len)]
+    len: usize,
+    /// Identifier of the generated frames (cangen -I), e.g. 0x077; 0-0x7ff.
+    #[arg(long, value_parser = parse_id, default_value_t = CanechoOptions::default().id)]
+    id: u16,
     /// Gap between frames in µs (cangen -g, ×1000).
-    #[arg(long)]
-    gap_us: Option<u64>,
-    /// Nominal bit rate.
-    #[arg(long)]
-    bitrate: Option<u32>,
+    #[arg(long, default_value_t = CanechoOptions::default().gap_us)]
+    gap_us: u64,
+    /// Nominal bit rate in bit/s.
+    #[arg(long, default_value_t = CanechoOptions::default().bitrate)]
+    bitrate: u32,
     /// Frames in the back-to-back load run (0: skip).
-    #[arg(long)]
+    #[arg(long, help = with_quick_default("Frames in the back-to-back load run (0: skip)", |o| o.load_frames))]
     load_frames: Option<u64>,
     /// Echo identifier = request identifier + this.
-    #[arg(long, allow_hyphen_values = true)]
-    echo_id_offset: Option<i32>,
+    #[arg(long, allow_hyphen_values = true, default_value_t = CanechoOptions::default().echo_id_offset)]
+    echo_id_offset: i32,
     /// A shorter run for CI (300 frames, 3,000 in the load run).
     #[arg(long)]
     quick: bool,
 }
 
+/// A help line with the default and the `--quick` one (the two differ).
+fn with_quick_default(what: &str, field: fn(&CanechoOptions) -> u64) -> String {
+    format!("{what} [default: {}; --quick: {}]", field(&CanechoOptions::default()), field(&CanechoOptions::quick()))
+}
+
 impl CanechoArgs {
     /// The options, from the defaults (or `--quick`) and the flags given.
-    pub fn options(&self) -> wirespeed_bench::canecho::CanechoOptions {
-        use wirespeed_bench::canecho::CanechoOptions;
+    pub fn options(&self) -> CanechoOptions {
         let base = if self.quick { CanechoOptions::quick() } else { CanechoOptions::default() };
         CanechoOptions {
             frames: self.frames.unwrap_or(base.frames),
-            len: self.len.unwrap_or(base.len),
-            id: self.id.unwrap_or(base.id),
-            gap_us: self.gap_us.unwrap_or(base.gap_us),
-            bitrate: self.bitrate.unwrap_or(base.bitrate),
+            len: self.len,
+            id: self.id,
+            gap_us: self.gap_us,
+            bitrate: self.bitrate,
             load_frames: self.load_frames.unwrap_or(base.load_frames),
-            echo_id_offset: self.echo_id_offset.unwrap_or(base.echo_id_offset),
+            echo_id_offset: self.echo_id_offset,
         }
     }
 }

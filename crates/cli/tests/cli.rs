@@ -153,3 +153,27 @@ fn regmap_wire_times_are_at_the_clock_the_controller_runs() {
     assert_eq!(j["uncached_wire_us"].as_f64(), Some(spi_wire), "{j}");
     assert!(j["uncached_wire_us"].as_f64().unwrap() > 24.0 / 60.0, "{j}");
 }
+
+#[test]
+fn canecho_help_shows_every_default_and_unit() {
+    use wirespeed_bench::canecho::CanechoOptions;
+    let out = wirespeed(&["bench", "canecho", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let (d, q) = (CanechoOptions::default(), CanechoOptions::quick());
+    for (flag, default) in [
+        ("--frames", format!("{}", d.frames)),
+        ("--len", format!("{}", d.len)),
+        ("--gap-us", format!("{}", d.gap_us)),
+        ("--bitrate", format!("{}", d.bitrate)),
+        ("--load-frames", format!("{}", d.load_frames)),
+        ("--echo-id-offset", format!("{}", d.echo_id_offset)),
+    ] {
+        // The option's entry: from its name to the next option's.
+        let entry = help.split(&format!("{flag} <")).nth(1).unwrap_or_else(|| panic!("{flag} missing:\n{help}"));
+        let entry = entry.split("\n  -").next().unwrap();
+        assert!(entry.contains(&format!("[default: {default}")), "{flag} shows no default {default}:\n{entry}");
+    }
+    assert!(help.contains(&format!("--quick: {}", q.frames)), "{help}");
+    assert!(help.contains("bit/s"), "the bit rate's unit:\n{help}");
+}
