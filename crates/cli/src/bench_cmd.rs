@@ -28,7 +28,7 @@ pub enum BenchCommand {
     /// E2: back-to-back sync messages (seed 000's 72-bit status read),
     /// classic against fast, each mechanism's share, sync against async.
     Spi {
-        /// Bytes per transfer (1-4096).
+        /// Bytes per transfer (1-65536).
         #[arg(long, default_value_t = SpiOptions::default().size)]
         size: usize,
         /// SPI clock in Hz.

@@ -17,7 +17,7 @@ pub enum LabCommand {
         /// Messages to record.
         #[arg(long, default_value_t = 20)]
         count: u64,
-        /// Bytes per message (1-4096).
+        /// Bytes per message (1-65536; count × size at most 2^25).
         #[arg(long, default_value_t = 9)]
         size: usize,
         /// SPI clock in Hz.

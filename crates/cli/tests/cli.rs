@@ -46,13 +46,15 @@ fn with<'a>(base: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
 
 #[test]
 fn a_message_size_too_large_to_hold_is_refused_not_a_panic() {
-    for size in ["18446744073709551615", "1000000000000", "4097"] {
-        refused(&with(SPI, &["--size", size]), &[size, "4096"]);
-        let out = std::env::temp_dir().join("wirespeed-cli-test-size.vcd");
-        refused(&["lab", "trace", "--count", "2", "--size", size, "-o", out.to_str().unwrap()], &[size, "4096"]);
+    let out = std::env::temp_dir().join("wirespeed-cli-test-size.vcd");
+    for size in ["18446744073709551615", "1000000000000", "65537"] {
+        refused(&with(SPI, &["--size", size]), &[size, "65536"]);
+        refused(&["lab", "trace", "--count", "2", "--size", size, "-o", out.to_str().unwrap()], &[size, "65536"]);
     }
-    let j = json(&with(SPI, &["--size", "4096", "--hz", "100000000", "--json"]));
-    assert_eq!(j["size_bytes"], 4096);
+    // Within the size limit, but more than a trace holds.
+    refused(&["lab", "trace", "--count", "1000", "--size", "65536", "-o", out.to_str().unwrap()], &["1000", "65536"]);
+    let j = json(&with(SPI, &["--size", "65536", "--hz", "100000000", "--json"]));
+    assert_eq!(j["size_bytes"], 65536);
 }
 
 #[test]

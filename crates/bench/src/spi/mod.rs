@@ -35,10 +35,21 @@ use rig::{round, traced_cs_figures, Rig, Round, Style};
 use serde_json::{json, Value};
 use wirespeed::spi::Policy;
 
-/// The largest message the scenario and [`trace_sample`] send, in bytes:
-/// spidev's default buffer size. Every message's buffers are allocated and
-/// its bus trace recorded (one event per byte).
-pub const MAX_SIZE: usize = 4096;
+/// The largest message the scenario and [`trace_sample`] send, in bytes
+/// (16 times spidev's default buffer size). Every message's buffers are
+/// allocated and its bus trace recorded (one event per byte).
+pub const MAX_SIZE: usize = 65_536;
+
+/// The most bus-trace events one recording holds (about 1 GiB): the CS
+/// figures trace fewer messages when they are large, and [`trace_sample`]
+/// refuses a count × size beyond it.
+pub const MAX_TRACE_EVENTS: usize = 1 << 25;
+
+/// Trace events of `msgs` messages of `size` bytes (a word per byte, CS
+/// edges), if within [`MAX_TRACE_EVENTS`].
+fn trace_events(size: usize, msgs: u64) -> Option<usize> {
+    usize::try_from(msgs).ok()?.checked_mul(size + 4).filter(|&n| n <= MAX_TRACE_EVENTS)
+}
 
 /// The most threads the sync/async comparison starts (every one shares the
 /// one bus; the machines this runs on have a few CPUs).
@@ -64,7 +75,9 @@ pub struct SpiOptions {
     pub async_msgs: usize,
     /// Messages each thread keeps in flight when async.
     pub async_window: usize,
-    /// Messages traced per policy for the CS figures.
+    /// Messages traced per policy for the CS figures (at most `msgs`, and
+    /// fewer for messages so large that the trace would pass
+    /// [`MAX_TRACE_EVENTS`]).
     pub trace_msgs: u64,
 }
 
@@ -229,8 +242,11 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
             series[i].rounds.push(rd);
         }
     }
-    let classic = series[0].figures(wire_us, traced_cs_figures(&rigs[0], o.size, o.trace_msgs)?);
-    let fast = series[1].figures(wire_us, traced_cs_figures(&rigs[1], o.size, o.trace_msgs)?);
+    // No more traced than measured, and for large messages fewer, so that
+    // the trace stays within bounds.
+    let traced = o.trace_msgs.min(o.msgs).min((MAX_TRACE_EVENTS / (o.size + 4)) as u64).max(1);
+    let classic = series[0].figures(wire_us, traced_cs_figures(&rigs[0], o.size, traced)?);
+    let fast = series[1].figures(wire_us, traced_cs_figures(&rigs[1], o.size, traced)?);
     let prepared = series[2].figures(wire_us, (f64::NAN, f64::NAN));
     let soft_unprepared = series[3].figures(0.0, (f64::NAN, f64::NAN)).elapsed_us_per_msg;
     let soft_prepared = series[4].figures(0.0, (f64::NAN, f64::NAN)).elapsed_us_per_msg;
@@ -404,7 +420,10 @@ pub fn trace_sample(policy: Policy, size: usize, hz: u32, msgs: u64) -> Result<w
     let rig = Rig::new(policy, hz, false)?;
     let mut pm = rig.prepared(size)?;
     round(&rig, Style::Unprepared, size, 10, &mut pm)?;
-    rig.block.trace_start((msgs as usize + 1) * (size + 4));
+    let events = trace_events(size, msgs.saturating_add(1)).ok_or_else(|| {
+        format!("{msgs} messages of {size} bytes: the trace holds at most {MAX_TRACE_EVENTS} bytes' worth; trace fewer or smaller messages")
+    })?;
+    rig.block.trace_start(events);
     round(&rig, Style::Unprepared, size, msgs, &mut pm)?;
     rig.block.trace_stop();
     Ok(rig.block.trace_take())
