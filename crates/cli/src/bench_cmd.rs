@@ -147,10 +147,12 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
                 async_msgs: thread_msgs,
                 ..SpiOptions::default()
             };
-            let r = wirespeed_bench::spi::run(&opts)?;
+            // First: a path that cannot be written fails in a second, not
+            // after the whole benchmark.
             if let Some(path) = vcd {
                 crate::lab_cmd::write_sample_vcd(&path, size, hz)?;
             }
+            let r = wirespeed_bench::spi::run(&opts)?;
             print_report(json, &idle, r.to_json(), || r.table());
         }
         BenchCommand::Delay { iterations, json, realtime, host } => {

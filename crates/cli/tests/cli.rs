@@ -179,3 +179,25 @@ fn canecho_help_shows_every_default_and_unit() {
     assert!(help.contains(&format!("--quick: {}", q.frames)), "{help}");
     assert!(help.contains("bit/s"), "the bit rate's unit:\n{help}");
 }
+
+#[test]
+fn spi_vcd_to_a_path_that_cannot_be_written_fails_before_the_run() {
+    // 2,000,000 messages per policy take a minute or more; the refusal comes first.
+    let start = std::time::Instant::now();
+    refused(
+        &[
+            "bench",
+            "spi",
+            "--cpus-may-sleep",
+            "--no-ablation",
+            "--threads",
+            "0",
+            "--count",
+            "2000000",
+            "--vcd",
+            "/nonexistent-dir/wirespeed.vcd",
+        ],
+        &["/nonexistent-dir/wirespeed.vcd"],
+    );
+    assert!(start.elapsed() < std::time::Duration::from_secs(20), "refused only after {:?}", start.elapsed());
+}
