@@ -201,3 +201,15 @@ fn spi_vcd_to_a_path_that_cannot_be_written_fails_before_the_run() {
     );
     assert!(start.elapsed() < std::time::Duration::from_secs(20), "refused only after {:?}", start.elapsed());
 }
+
+#[test]
+fn spi_reports_the_clock_it_ran_beside_the_one_asked() {
+    // The lab block's divider makes 200 MHz / 7 = 28.57 MHz of a 30 MHz request.
+    let j = json(&with(SPI, &["--hz", "30000000", "--json"]));
+    assert_eq!(j["requested_hz"], 30_000_000);
+    let clock = j["clock_hz"].as_u64().unwrap();
+    assert!(clock < 30_000_000 && clock > 25_000_000, "clock_hz {clock}");
+    let wire = j["fast"]["wire_us_per_msg"].as_f64().unwrap();
+    let at_clock = 72.0 / clock as f64 * 1e6;
+    assert!((wire - at_clock).abs() < 0.002, "wire {wire} µs, 72 bits at {clock} Hz = {at_clock} µs");
+}
