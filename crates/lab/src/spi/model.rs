@@ -228,8 +228,15 @@ impl Model {
 
     /// Words in the TX FIFO at `t` (after [`Model::advance`] to `t`): those
     /// not yet scheduled, and those scheduled to start shifting after `t`.
+    #[inline]
     fn tx_level(&self, t: Instant) -> usize {
-        self.tx.len() + self.inflight.len() - self.inflight.partition_point(|f| f.start <= t)
+        let waiting = match self.inflight.back() {
+            // Usual: nothing scheduled, or all of it already shifting.
+            None => 0,
+            Some(last) if last.start <= t => 0,
+            Some(_) => self.inflight.len() - self.inflight.partition_point(|f| f.start <= t),
+        };
+        self.tx.len() + waiting
     }
 
     fn status(&self, t: Instant) -> u32 {
