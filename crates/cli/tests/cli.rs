@@ -37,6 +37,8 @@ fn json(args: &[&str]) -> serde_json::Value {
 }
 
 const SPI_BASE: &[&str] = &["bench", "spi", "--cpus-may-sleep", "--no-ablation", "--count", "20", "--rounds", "2"];
+/// `bench spi` without ablation or the thread comparison, and no message count.
+const SPI_UNCOUNTED: &[&str] = &["bench", "spi", "--cpus-may-sleep", "--no-ablation", "--threads", "0"];
 const SPI: &[&str] =
     &["bench", "spi", "--cpus-may-sleep", "--no-ablation", "--threads", "0", "--count", "20", "--rounds", "2"];
 
@@ -77,20 +79,7 @@ fn spi_async_comparison_refuses_zero_messages_and_more_threads_than_it_can_start
 
 #[test]
 fn spi_refuses_fewer_messages_than_rounds_instead_of_running_others() {
-    let spi = |count, rounds| {
-        vec![
-            "bench",
-            "spi",
-            "--cpus-may-sleep",
-            "--no-ablation",
-            "--threads",
-            "0",
-            "--count",
-            count,
-            "--rounds",
-            rounds,
-        ]
-    };
+    let spi = |count, rounds| with(SPI_UNCOUNTED, &["--count", count, "--rounds", rounds]);
     // 5 messages in 10 rounds ran 10 (one per round) and reported 5.
     refused(&spi("5", "10"), &["5 messages", "10 rounds"]);
     let j = json(&with(&spi("25", "10"), &["--json"]));
@@ -185,18 +174,7 @@ fn spi_vcd_to_a_path_that_cannot_be_written_fails_before_the_run() {
     // 2,000,000 messages per policy take a minute or more; the refusal comes first.
     let start = std::time::Instant::now();
     refused(
-        &[
-            "bench",
-            "spi",
-            "--cpus-may-sleep",
-            "--no-ablation",
-            "--threads",
-            "0",
-            "--count",
-            "2000000",
-            "--vcd",
-            "/nonexistent-dir/wirespeed.vcd",
-        ],
+        &with(SPI_UNCOUNTED, &["--count", "2000000", "--vcd", "/nonexistent-dir/wirespeed.vcd"]),
         &["/nonexistent-dir/wirespeed.vcd"],
     );
     assert!(start.elapsed() < std::time::Duration::from_secs(20), "refused only after {:?}", start.elapsed());
