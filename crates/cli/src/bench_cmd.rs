@@ -148,7 +148,8 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
                 ..SpiOptions::default()
             };
             // First: a path that cannot be written fails in a second, not
-            // after the whole benchmark.
+            // after the whole benchmark; options the run refuses write nothing.
+            opts.check()?;
             if let Some(path) = vcd {
                 crate::lab_cmd::write_sample_vcd(&path, size, hz)?;
             }

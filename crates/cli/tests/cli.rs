@@ -181,6 +181,18 @@ fn spi_vcd_to_a_path_that_cannot_be_written_fails_before_the_run() {
 }
 
 #[test]
+fn spi_with_options_it_refuses_writes_no_vcd() {
+    // The sample trace is written before the run; options the run refuses
+    // must not leave a file behind (bad input changes nothing).
+    let out = std::env::temp_dir().join(format!("wirespeed-cli-test-refused-{}.vcd", std::process::id()));
+    let _ = std::fs::remove_file(&out);
+    let vcd = out.to_str().unwrap();
+    refused(&with(SPI_UNCOUNTED, &["--count", "5", "--rounds", "10", "--vcd", vcd]), &["5 messages", "10 rounds"]);
+    refused(&with(SPI_BASE, &["--threads", "100000", "--thread-msgs", "1", "--vcd", vcd]), &["100000", "256"]);
+    assert!(!out.exists(), "a refused run wrote {vcd}");
+}
+
+#[test]
 fn spi_reports_the_clock_it_ran_beside_the_one_asked() {
     // The lab block's divider makes 200 MHz / 7 = 28.57 MHz of a 30 MHz request.
     let j = json(&with(SPI, &["--hz", "30000000", "--json"]));

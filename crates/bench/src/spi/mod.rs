@@ -180,30 +180,42 @@ impl Series {
     }
 }
 
+impl SpiOptions {
+    /// Checks the options as [`run`] does, without running anything (a
+    /// caller with side effects of its own, such as a sample trace, checks first).
+    pub fn check(&self) -> Result<(), String> {
+        if self.size == 0 || self.msgs == 0 || self.rounds == 0 {
+            return Err(format!(
+                "size, msgs and rounds must be at least 1 (got size {}, msgs {}, rounds {})",
+                self.size, self.msgs, self.rounds
+            ));
+        }
+        check_size(self.size)?;
+        if self.msgs < u64::from(self.rounds) {
+            return Err(format!(
+                "{} messages in {} rounds: each round needs at least 1 message (give at least as many messages as rounds)",
+                self.msgs, self.rounds
+            ));
+        }
+        if self.async_threads > MAX_ASYNC_THREADS {
+            return Err(format!(
+                "{} threads: the sync/async comparison runs at most {MAX_ASYNC_THREADS}",
+                self.async_threads
+            ));
+        }
+        if self.async_threads > 0 && self.async_msgs == 0 {
+            return Err(format!(
+                "{} threads with 0 messages per thread: send at least 1 (or run 0 threads to skip the comparison)",
+                self.async_threads
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Runs the scenario.
 pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
-    if o.size == 0 || o.msgs == 0 || o.rounds == 0 {
-        return Err(format!(
-            "size, msgs and rounds must be at least 1 (got size {}, msgs {}, rounds {})",
-            o.size, o.msgs, o.rounds
-        ));
-    }
-    check_size(o.size)?;
-    if o.msgs < u64::from(o.rounds) {
-        return Err(format!(
-            "{} messages in {} rounds: each round needs at least 1 message (give at least as many messages as rounds)",
-            o.msgs, o.rounds
-        ));
-    }
-    if o.async_threads > MAX_ASYNC_THREADS {
-        return Err(format!("{} threads: the sync/async comparison runs at most {MAX_ASYNC_THREADS}", o.async_threads));
-    }
-    if o.async_threads > 0 && o.async_msgs == 0 {
-        return Err(format!(
-            "{} threads with 0 messages per thread: send at least 1 (or run 0 threads to skip the comparison)",
-            o.async_threads
-        ));
-    }
+    o.check()?;
     // Rigs: 0 classic, 1 fast, 2 fast on an instant wire (software cost
     // alone), then one per ablation switch.
     let mut rigs = vec![
