@@ -24,8 +24,9 @@ pub(super) struct Slow {
     /// Bumped on every raw input change; a debounce timer that finds it
     /// changed was overtaken by a newer edge.
     pub generation: u64,
-    /// When the pad level last changed: the debounce period runs from here
-    /// (an update that keeps the level does not restart it).
+    /// When the pad level last changed (for a push-pull output, whose
+    /// writes bypass this state: its last update): the debounce period runs
+    /// from here (an update that keeps the level does not restart it).
     pub changed_at: Instant,
     pub listener: Option<LineListener>,
 }
@@ -95,6 +96,12 @@ impl Line {
     /// Recomputes the pad level after a change of state, tells the pin, and
     /// runs edge detection. Called with the line's lock held.
     pub fn update(&self, s: &mut Slow, at: Instant, sched: &Scheduler, weak: &Weak<super::Shared>) {
+        if self.mode.load(Ordering::Relaxed) == MODE_FAST_OUT {
+            // Fast-path writes change the level without this lock: when it
+            // last changed is unknown, and a debounce period starting now
+            // (the line may be turning into an input) must not start before.
+            s.changed_at = at;
+        }
         let fast = s.setup.output && s.setup.drive == Drive::PushPull;
         self.mode.store(if fast { MODE_FAST_OUT } else { MODE_SLOW }, Ordering::Relaxed);
         let new = self.resolve(s);

@@ -151,6 +151,26 @@ fn debounce_runs_from_the_edge_not_from_a_later_update_that_keeps_the_level() {
     assert!(rx.recv_timeout(Duration::from_millis(20)).is_err(), "one edge, one event");
 }
 
+/// A push-pull output's fast-path writes bypass the line's slow state, so
+/// when it turns into a debounced input the last level change the slow state
+/// knows of may lie long before; the debounce period cannot start before
+/// edge detection does.
+#[test]
+fn debounce_of_an_output_turned_input_starts_at_the_reconfiguration() {
+    let (_lab, chip) = chip(4);
+    chip.configure(0, &LineSetup::output(false), now()).unwrap();
+    chip.set_output(0, true).unwrap(); // the fast path: no lock, no update
+    std::thread::sleep(Duration::from_millis(5));
+    let rx = listen(&chip, 0);
+    let setup = LineSetup { debounce_ns: 2_000_000, ..LineSetup::input(Pull::None, EdgeDetect::Both) };
+    let t = now();
+    chip.configure(0, &setup, t).unwrap();
+    assert!(chip.value(0).unwrap(), "an undriven, unbiased input keeps its level");
+    if let Ok(e) = rx.recv_timeout(Duration::from_millis(200)) {
+        assert!(e.at >= t.add_ns(2_000_000), "an edge stamped {} ns before edge detection began", t.ns_since(e.at));
+    }
+}
+
 /// Two unplugs at once: the second must not return (nor mark the chip gone)
 /// while the first is still running the callbacks in which software lets go.
 #[test]
