@@ -40,7 +40,7 @@ pub(crate) const UNKNOWN: u64 = u64::MAX;
 pub(crate) const MIN_MARGIN_NS: u64 = 500;
 pub(crate) const MAX_MARGIN_NS: u64 = 20_000_000;
 /// A normal thread whose timer slack is below this counts as low-slack.
-const LOW_SLACK_NS: i64 = 10_000;
+const LOW_SLACK_NS: u64 = 10_000;
 
 /// The kind of thread, as far as wake-up latency goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,9 +107,7 @@ pub(crate) fn current_class() -> Class {
     {
         return Class::Realtime;
     }
-    // SAFETY: PR_GET_TIMERSLACK takes no pointer and returns the slack.
-    let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) } as i64;
-    if (0..LOW_SLACK_NS).contains(&slack) {
+    if crate::realtime::current_timer_slack_ns() < LOW_SLACK_NS {
         Class::LowSlack
     } else {
         Class::Normal
@@ -237,6 +235,21 @@ pub fn forget_wake_margins() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slack_of_more_than_four_seconds_is_not_low() {
+        // glibc's prctl() returns an int: 2^32 + 1 ns read back as 1 ns.
+        std::thread::spawn(|| {
+            // SAFETY: PR_SET_TIMERSLACK on the calling thread only.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, (1u64 << 32) + 1, 0, 0, 0) };
+            assert_eq!(current_class(), Class::Normal);
+            // SAFETY: as above.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+            assert_eq!(current_class(), Class::LowSlack);
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn buckets() {
