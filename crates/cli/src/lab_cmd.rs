@@ -17,7 +17,7 @@ pub enum LabCommand {
         /// Messages to record.
         #[arg(long, default_value_t = 20)]
         count: u64,
-        /// Bytes per message (1-65536; count × size at most 2^25).
+        /// Bytes per message (1-65536; count × (size + 4) at most 2^23: 127 messages of 65536 bytes).
         #[arg(long, default_value_t = 9)]
         size: usize,
         /// SPI clock in Hz.

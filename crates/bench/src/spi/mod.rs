@@ -42,15 +42,26 @@ use wirespeed::spi::Policy;
 /// allocated and its bus trace recorded (one event per byte).
 pub const MAX_SIZE: usize = 65_536;
 
-/// The most bus-trace events one recording holds (about 1 GiB): the CS
-/// figures trace fewer messages when they are large, and [`trace_sample`]
-/// refuses a count × size beyond it.
-pub const MAX_TRACE_EVENTS: usize = 1 << 25;
+/// The most bus-trace events one recording holds: the CS figures trace
+/// fewer messages when they are large, and [`trace_sample`] refuses more
+/// than [`max_traced_msgs`].
+pub const MAX_TRACE_EVENTS: usize = 1 << 23;
 
-/// Trace events of `msgs` messages of `size` bytes (a word per byte, CS
-/// edges), if within [`MAX_TRACE_EVENTS`].
-fn trace_events(size: usize, msgs: u64) -> Option<usize> {
-    usize::try_from(msgs).ok()?.checked_mul(size + 4).filter(|&n| n <= MAX_TRACE_EVENTS)
+/// Trace events one message of `size` bytes may record: a word per byte,
+/// its CS edges, and room to spare.
+fn trace_events_per_msg(size: usize) -> usize {
+    size + 4
+}
+
+/// The most messages of `size` bytes one trace holds.
+pub fn max_traced_msgs(size: usize) -> u64 {
+    (MAX_TRACE_EVENTS / trace_events_per_msg(size)) as u64
+}
+
+/// The trace capacity for `msgs` messages of `size` bytes (one spare; `msgs`
+/// at most [`max_traced_msgs`]).
+pub(crate) fn trace_capacity(size: usize, msgs: u64) -> usize {
+    (msgs as usize + 1) * trace_events_per_msg(size)
 }
 
 /// The most threads the sync/async comparison starts (every one shares the
@@ -261,7 +272,7 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     }
     // No more traced than measured, and for large messages fewer, so that
     // the trace stays within bounds.
-    let traced = o.trace_msgs.min(o.msgs).min((MAX_TRACE_EVENTS / (o.size + 4)) as u64).max(1);
+    let traced = o.trace_msgs.min(o.msgs).min(max_traced_msgs(o.size)).max(1);
     let classic = series[0].figures(wire_us, traced_cs_figures(&rigs[0], o.size, traced)?);
     let fast = series[1].figures(wire_us, traced_cs_figures(&rigs[1], o.size, traced)?);
     let prepared = series[2].figures(wire_us, (f64::NAN, f64::NAN));
@@ -441,13 +452,14 @@ pub fn trace_sample(policy: Policy, size: usize, hz: u32, msgs: u64) -> Result<w
         return Err(format!("size {size} bytes, {msgs} messages: trace at least 1 message of at least 1 byte"));
     }
     check_size(size)?;
+    let max = max_traced_msgs(size);
+    if msgs > max {
+        return Err(format!("{msgs} messages of {size} bytes: a trace holds at most {max} of that size"));
+    }
     let rig = Rig::new(policy, hz, false)?;
     let mut pm = rig.prepared(size)?;
     round(&rig, Style::Unprepared, size, 10, &mut pm)?;
-    let events = trace_events(size, msgs.saturating_add(1)).ok_or_else(|| {
-        format!("{msgs} messages of {size} bytes: the trace holds at most {MAX_TRACE_EVENTS} bytes' worth; trace fewer or smaller messages")
-    })?;
-    rig.block.trace_start(events);
+    rig.block.trace_start(trace_capacity(size, msgs));
     round(&rig, Style::Unprepared, size, msgs, &mut pm)?;
     rig.block.trace_stop();
     Ok(rig.block.trace_take())

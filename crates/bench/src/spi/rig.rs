@@ -84,7 +84,7 @@ pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedM
 /// CS→clock and CS-high gap medians (µs) over `msgs` traced messages.
 pub fn traced_cs_figures(rig: &Rig, size: usize, msgs: u64) -> Result<(f64, f64), String> {
     let mut pm = rig.prepared(size)?;
-    rig.block.trace_start((msgs as usize) * (size + 4));
+    rig.block.trace_start(super::trace_capacity(size, msgs));
     round(rig, Style::Unprepared, size, msgs, &mut pm)?;
     rig.block.trace_stop();
     let w = cs_windows(&rig.block.trace_take());
