@@ -37,7 +37,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
-use wirespeed_time::Instant;
+use wirespeed_time::{Deadline, Instant};
 
 #[derive(Debug)]
 enum Buffers {
@@ -293,17 +293,18 @@ impl Pending {
     /// or the handle back if it has not completed by then (at once, in a
     /// completion callback of the bus that runs it).
     pub fn wait_timeout(self, timeout: Duration) -> Result<Finished, Pending> {
-        // A limit beyond what `Instant` can hold is no limit.
-        self.wait_until(std::time::Instant::now().checked_add(timeout))
+        // The deadline saturates: a limit beyond the clock's range is no limit.
+        self.wait_until(Some(Deadline::after_ns(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX))))
     }
 
     /// Returns the message if it has completed, else the handle back.
     pub fn try_take(self) -> Result<Finished, Pending> {
-        self.wait_until(Some(std::time::Instant::now()))
+        // A deadline long past: never sleeps.
+        self.wait_until(Some(Deadline::at(Instant::ZERO)))
     }
 
     /// Sleeps on the slot until the message is done or `deadline` passes.
-    fn wait_until(mut self, deadline: Option<std::time::Instant>) -> Result<Finished, Pending> {
+    fn wait_until(mut self, deadline: Option<Deadline>) -> Result<Finished, Pending> {
         let slot = self.slot.take().expect("a live Pending holds its slot");
         let mut st = slot.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
@@ -311,7 +312,7 @@ impl Pending {
                 st.waiting = false;
                 return Ok(f);
             }
-            let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+            let left = deadline.map(|d| Duration::from_nanos(d.remaining_ns()));
             let on_its_pump = super::pump::is_pump_id(slot.bus.load(Ordering::Relaxed));
             if left.is_some_and(|l| l.is_zero()) || on_its_pump {
                 st.waiting = false;
