@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wirespeed::backend::lab::LabSpi;
 use wirespeed::spi::{
-    Completion, Controller, ControllerCaps, ControllerFault, Data, DeviceConfig, InFlight, Mode, OwnedTransfer,
-    Pending, Policy, SpiError, TransferTiming,
+    Bus, ClockModel, Completion, Controller, ControllerCaps, ControllerFault, Data, DeviceConfig, InFlight, Mode,
+    OwnedTransfer, Pending, Policy, SpiError, TransferTiming,
 };
 use wirespeed_lab::{devices::Loopback, LabConfig};
 
@@ -238,4 +238,70 @@ fn durations_too_long_to_count_mean_forever_not_at_once() {
         let (_, r) = dev.submit(pm).wait_timeout(Duration::MAX).expect("done long before forever");
         r.unwrap();
     });
+}
+
+/// A controller with no hardware behind it: every transfer completes at once.
+struct Inert(ControllerCaps);
+
+impl Controller for Inert {
+    fn caps(&self) -> &ControllerCaps {
+        &self.0
+    }
+    fn configure(&mut self, _: Mode, _: u32, _: u8) {}
+    fn set_cs(&mut self, _: u8, _: bool) {}
+    fn preload(&mut self, _: &Data<'_>, _: u8) -> usize {
+        0
+    }
+    fn transfer(
+        &mut self,
+        _: &mut Data<'_>,
+        _: u8,
+        _: usize,
+        _: Completion,
+        _: u64,
+        in_flight: &mut InFlight<'_>,
+    ) -> Result<TransferTiming, ControllerFault> {
+        in_flight.run();
+        Ok(TransferTiming { started: None, completed: None })
+    }
+    fn set_power(&mut self, _: bool) {}
+}
+
+fn inert() -> Inert {
+    Inert(ControllerCaps {
+        name: "inert",
+        max_speed_hz: 50_000_000,
+        min_speed_hz: 1_000,
+        clock: ClockModel::Exact,
+        fifo_bytes: 64,
+        bits_per_word_mask: 0x80,
+        num_cs: 1,
+        can_poll: true,
+        has_irq: false,
+    })
+}
+
+#[test]
+fn a_bus_whose_pump_thread_cannot_start_is_an_error_not_a_panic() {
+    const NAME: &str = "a_bus_whose_pump_thread_cannot_start_is_an_error_not_a_panic";
+    if std::env::var("SPI_LIFECYCLE_CHILD").as_deref() == Ok(NAME) {
+        // In the child every new thread asks for an impossible stack.
+        let e = Bus::try_new(inert(), Policy::fast()).expect_err("a pump thread started with no stack to run on");
+        assert_eq!(e.controller, "inert");
+        assert!(e.to_string().contains("cannot start the pump thread of SPI bus \"inert\""), "{e}");
+        assert!(std::error::Error::source(&e).is_some());
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+        .env("SPI_LIFECYCLE_CHILD", NAME)
+        .env("RUST_MIN_STACK", (1u64 << 50).to_string())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed: {:?}\n{stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // Where threads can start, the same bus starts and runs.
+    let bus = Bus::try_new(inert(), Policy::fast()).expect("the pump thread starts");
+    bus.device(DeviceConfig::new(0, 1_000_000)).unwrap().write(&[1, 2, 3]).unwrap();
 }

@@ -14,7 +14,7 @@
 
 use super::controller::{Controller, ControllerCaps, InFlight};
 use super::device::DeviceConfig;
-use super::error::{InvalidMessage, SpiError};
+use super::error::{BusStartError, InvalidMessage, SpiError};
 use super::exec::{
     ensure_powered, execute, recover_from_panic, BusHw, DeviceState, ExecCtx, MessageSource, DRIVER_PANICKED,
 };
@@ -243,7 +243,18 @@ impl std::fmt::Debug for Bus {
 
 impl Bus {
     /// A bus on `controller`, run with `policy`. Starts the pump thread.
+    ///
+    /// # Panics
+    /// If the pump thread cannot be created (the process is out of threads
+    /// or memory), as [`std::thread::spawn`] does; [`try_new`](Bus::try_new)
+    /// returns that as an error.
     pub fn new(controller: impl Controller, policy: Policy) -> Bus {
+        Bus::try_new(controller, policy).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A bus on `controller`, run with `policy`, or why its pump thread could
+    /// not be started.
+    pub fn try_new(controller: impl Controller, policy: Policy) -> Result<Bus, BusStartError> {
         let caps = controller.caps().clone();
         let inner = Arc::new(BusInner {
             hw: Mutex::new(BusHw {
@@ -268,8 +279,9 @@ impl Bus {
             teardowns: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
         });
-        let thread = pump::spawn(inner.clone());
-        Bus { _owner: Arc::new(PumpOwner { inner: inner.clone(), thread: Some(thread) }), inner }
+        let thread =
+            pump::spawn(inner.clone()).map_err(|source| BusStartError { controller: inner.caps.name, source })?;
+        Ok(Bus { _owner: Arc::new(PumpOwner { inner: inner.clone(), thread: Some(thread) }), inner })
     }
 
     /// A device on this bus. Fails if the controller cannot serve its settings.

@@ -190,6 +190,34 @@ impl From<InvalidMessage> for SpiError {
     }
 }
 
+/// A bus could not be started: its pump thread could not be created (the
+/// process is out of threads or memory). Nothing was started; the
+/// controller was dropped with the bus.
+#[derive(Debug)]
+pub struct BusStartError {
+    /// The controller's name ([`ControllerCaps::name`](super::ControllerCaps::name)).
+    pub controller: &'static str,
+    /// What the operating system said.
+    pub source: std::io::Error,
+}
+
+impl fmt::Display for BusStartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cannot start the pump thread of SPI bus {:?}: {}; the process is out of threads or memory \
+             (see ulimit -u and the memory limits)",
+            self.controller, self.source
+        )
+    }
+}
+
+impl std::error::Error for BusStartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

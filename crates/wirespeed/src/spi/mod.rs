@@ -38,7 +38,7 @@ mod wakeup;
 pub use bus::Bus;
 pub use controller::{ClockModel, Completion, Controller, ControllerCaps, ControllerFault, InFlight, TransferTiming};
 pub use device::{ChipSelect, CsPin, DeviceConfig};
-pub use error::{InvalidMessage, SpiError};
+pub use error::{BusStartError, InvalidMessage, SpiError};
 pub use policy::Policy;
 pub use prepared::{Finished, OwnedTransfer, Pending, PreparedMessage};
 pub use stats::StatsSnapshot;

@@ -141,11 +141,8 @@ impl<M: MessageSource + ?Sized> MessageSource for MsgRef<'_, M> {
     }
 }
 
-pub(crate) fn spawn(inner: Arc<BusInner>) -> std::thread::JoinHandle<()> {
-    std::thread::Builder::new()
-        .name(format!("spi-pump-{}", inner.caps.name))
-        .spawn(move || run(&inner))
-        .expect("cannot start the SPI pump thread")
+pub(crate) fn spawn(inner: Arc<BusInner>) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new().name(format!("spi-pump-{}", inner.caps.name)).spawn(move || run(&inner))
 }
 
 /// When the bus counts as idle: `idle_delay` after the last activity
