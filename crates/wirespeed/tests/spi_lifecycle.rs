@@ -305,3 +305,82 @@ fn a_bus_whose_pump_thread_cannot_start_is_an_error_not_a_panic() {
     let bus = Bus::try_new(inert(), Policy::fast()).expect("the pump thread starts");
     bus.device(DeviceConfig::new(0, 1_000_000)).unwrap().write(&[1, 2, 3]).unwrap();
 }
+
+/// A controller driver with a bug: powering up panics, once per `armed`.
+struct PanicPoweringUp(LabSpi, Arc<std::sync::atomic::AtomicBool>);
+
+impl Controller for PanicPoweringUp {
+    fn caps(&self) -> &ControllerCaps {
+        self.0.caps()
+    }
+    fn configure(&mut self, mode: Mode, speed_hz: u32, bits: u8) {
+        self.0.configure(mode, speed_hz, bits)
+    }
+    fn set_cs(&mut self, cs: u8, active: bool) {
+        self.0.set_cs(cs, active)
+    }
+    fn preload(&mut self, data: &Data<'_>, bits: u8) -> usize {
+        self.0.preload(data, bits)
+    }
+    fn discard_preload(&mut self) {
+        self.0.discard_preload()
+    }
+    fn abort(&mut self) {
+        self.0.abort()
+    }
+    fn transfer(
+        &mut self,
+        data: &mut Data<'_>,
+        bits: u8,
+        preloaded: usize,
+        completion: Completion,
+        timeout_ns: u64,
+        in_flight: &mut InFlight<'_>,
+    ) -> Result<TransferTiming, ControllerFault> {
+        self.0.transfer(data, bits, preloaded, completion, timeout_ns, in_flight)
+    }
+    fn set_power(&mut self, on: bool) {
+        if on && self.1.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            panic!("controller driver bug powering up (expected by this test)");
+        }
+        self.0.set_power(on)
+    }
+}
+
+#[test]
+fn a_driver_panic_powering_up_fails_its_message_and_the_bus_carries_on() {
+    let name = "a_driver_panic_powering_up_fails_its_message_and_the_bus_carries_on";
+    let Some((status, stderr)) = in_child(name) else {
+        return within(LIMIT, "a waiter hung after the driver panicked powering up", || {
+            let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let policy = Policy { idle_delay: Duration::from_millis(20), ..Policy::fast() };
+            let arm = armed.clone();
+            let (_lab, bus) =
+                common::lab_bus(LabConfig::default(), policy, Loopback::new(), |c| PanicPoweringUp(c, arm));
+            let dev = bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+            let torn_down = |n: u64| {
+                while bus.teardowns() < n {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            };
+            // The pump powers the controller up for a queued message.
+            torn_down(1);
+            armed.store(true, std::sync::atomic::Ordering::SeqCst);
+            let pm = dev.prepare(vec![OwnedTransfer::duplex(vec![7; 4])]).unwrap();
+            assert!(matches!(dev.submit(pm).wait().1, Err(SpiError::Controller { index: 0, .. })));
+            let good = dev.prepare(vec![OwnedTransfer::duplex(vec![8; 4])]).unwrap();
+            let (good, r) = dev.submit(good).wait();
+            r.unwrap();
+            assert_eq!(good.rx(0), Some(&[8u8; 4][..]), "the bus did not carry on after the panic");
+            // The caller's thread powers it up for a sync message on an idle bus.
+            torn_down(2);
+            armed.store(true, std::sync::atomic::Ordering::SeqCst);
+            assert!(matches!(dev.write(&[1, 2]), Err(SpiError::Controller { index: 0, .. })));
+            let mut rx = [0u8; 2];
+            dev.sync(&mut [wirespeed::spi::Transfer::duplex(&[1, 2], &mut rx)]).unwrap();
+            assert_eq!(rx, [1, 2]);
+        });
+    };
+    assert!(status.success(), "child failed: {status:?}\n{stderr}");
+    assert!(stderr.contains("powering up"), "the panic was not reported:\n{stderr}");
+}

@@ -108,24 +108,26 @@ impl BusInner {
         msg: &mut M,
         in_flight: &mut InFlight<'_>,
     ) -> (Result<(), SpiError>, Instant) {
-        if ensure_powered(hw) {
-            // Once per idle period: the pump re-arms its idle timer. Under the
-            // queue lock, so that the pump cannot read `powered` as false and
-            // then sleep through this signal.
-            let _q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-            self.powered.store(true, Ordering::Release);
-            self.signal_pump();
-        }
         // A panic in the controller driver (or a chip-select pin) fails this
         // message and leaves the bus usable, whichever thread runs it: no
         // waiter hangs on a dead pump, no lock stays poisoned, and the
-        // hardware is put back in a known state first.
-        let r =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute(hw, dev, &self.ctx(), msg, in_flight)))
-                .unwrap_or_else(|_| {
-                    recover_from_panic(hw, dev);
-                    Err(SpiError::Controller { index: 0, reason: DRIVER_PANICKED })
-                });
+        // hardware is put back in a known state first. Powering up is part
+        // of the message: a panic there fails it, and the next one powers up again.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if ensure_powered(hw) {
+                // Once per idle period: the pump re-arms its idle timer. Under the
+                // queue lock, so that the pump cannot read `powered` as false and
+                // then sleep through this signal.
+                let _q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+                self.powered.store(true, Ordering::Release);
+                self.signal_pump();
+            }
+            execute(hw, dev, &self.ctx(), msg, in_flight)
+        }))
+        .unwrap_or_else(|_| {
+            recover_from_panic(hw, dev);
+            Err(SpiError::Controller { index: 0, reason: DRIVER_PANICKED })
+        });
         let end = now();
         in_flight.run();
         self.last_activity_ns.store(end.as_ns(), Ordering::Relaxed);
