@@ -384,3 +384,30 @@ fn a_driver_panic_powering_up_fails_its_message_and_the_bus_carries_on() {
     assert!(status.success(), "child failed: {status:?}\n{stderr}");
     assert!(stderr.contains("powering up"), "the panic was not reported:\n{stderr}");
 }
+
+#[test]
+fn a_thread_holding_two_buses_locks_gets_an_error_for_either_bus() {
+    within(LIMIT, "the holder of two bus locks waited for itself", || {
+        let (a, b) = (bench(Policy::fast()), bench(Policy::fast()));
+        let (a0, a1) = (
+            a.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap(),
+            a.bus.device(DeviceConfig::new(1, 20_000_000)).unwrap(),
+        );
+        let (b0, b1) = (
+            b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap(),
+            b.bus.device(DeviceConfig::new(1, 20_000_000)).unwrap(),
+        );
+        // Nested: the outer bus's lock is still held.
+        let lock_a = a0.lock_bus().unwrap();
+        let lock_b = b0.lock_bus().unwrap();
+        assert_eq!(a1.write(&[1]), Err(SpiError::LockedByCaller));
+        assert_eq!(a1.lock_bus().err(), Some(SpiError::LockedByCaller));
+        assert_eq!(b1.write(&[1]), Err(SpiError::LockedByCaller));
+        // Released out of order: the inner bus's lock is still held.
+        drop(lock_a);
+        assert_eq!(b1.write(&[1]), Err(SpiError::LockedByCaller));
+        a1.write(&[1]).unwrap();
+        drop(lock_b);
+        b1.write(&[1]).unwrap();
+    });
+}

@@ -1,27 +1,34 @@
-//! Which bus lock ([`BusLock`](super::BusLock)) the current thread holds, so
+//! Which bus locks ([`BusLock`](super::BusLock)) the current thread holds, so
 //! that a sync call or a second `lock_bus` from the holder returns
 //! [`SpiError::LockedByCaller`](super::SpiError::LockedByCaller) instead of
-//! waiting for itself. Read only on the slow path (the bus was busy).
+//! waiting for itself. A thread may hold several buses' locks, and release
+//! them in any order. Read only on the slow path (the bus was busy); the
+//! record is gone once the thread's locals are (nothing is checked then).
 
 use super::bus::BusInner;
-use std::cell::Cell;
+use std::cell::RefCell;
 
 thread_local! {
-    /// The id of the bus whose lock this thread holds (0: none).
-    static HELD: Cell<usize> = const { Cell::new(0) };
+    /// The ids of the buses whose locks this thread holds.
+    static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Whether this thread holds `inner`'s bus lock.
 pub(crate) fn holds(inner: &BusInner) -> bool {
-    HELD.get() == inner.id()
+    HELD.try_with(|held| held.borrow().contains(&inner.id())).unwrap_or(false)
 }
 
-/// Records that this thread took `inner`'s lock; returns what to restore.
-pub(crate) fn enter(inner: &BusInner) -> usize {
-    HELD.replace(inner.id())
+/// Records that this thread took `inner`'s lock.
+pub(crate) fn enter(inner: &BusInner) {
+    let _ = HELD.try_with(|held| held.borrow_mut().push(inner.id()));
 }
 
-/// Records that this thread released the lock taken by the matching `enter`.
-pub(crate) fn leave(outer: usize) {
-    HELD.set(outer);
+/// Records that this thread released `inner`'s lock.
+pub(crate) fn leave(inner: &BusInner) {
+    let _ = HELD.try_with(|held| {
+        let mut held = held.borrow_mut();
+        if let Some(i) = held.iter().position(|&id| id == inner.id()) {
+            held.swap_remove(i);
+        }
+    });
 }

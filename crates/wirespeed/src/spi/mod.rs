@@ -193,8 +193,8 @@ impl SpiDevice {
         // them) run before the exclusive sequence, never after it.
         pump::wait_for_queued(inner);
         let hw = inner.lock_hw();
-        let outer = lock_owner::enter(inner);
-        Ok(BusLock { dev: self, hw, outer })
+        lock_owner::enter(inner);
+        Ok(BusLock { dev: self, hw })
     }
 }
 
@@ -202,13 +202,11 @@ impl SpiDevice {
 pub struct BusLock<'d> {
     dev: &'d SpiDevice,
     hw: MutexGuard<'d, exec::BusHw>,
-    /// The bus whose lock this thread held before this one (0: none).
-    outer: usize,
 }
 
 impl Drop for BusLock<'_> {
     fn drop(&mut self) {
-        lock_owner::leave(self.outer);
+        lock_owner::leave(&self.dev.bus.inner);
     }
 }
 
