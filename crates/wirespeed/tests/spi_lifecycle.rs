@@ -411,3 +411,21 @@ fn a_thread_holding_two_buses_locks_gets_an_error_for_either_bus() {
         b1.write(&[1]).unwrap();
     });
 }
+
+#[test]
+fn the_lock_holder_cannot_sleep_on_a_message_queued_behind_its_lock() {
+    within(LIMIT, "a wait under the bus lock hung its own thread", || {
+        let b = bench(Policy::fast());
+        let dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+        let lock = dev.lock_bus().unwrap();
+        let pm = dev.prepare(vec![OwnedTransfer::write(vec![1; 4])]).unwrap();
+        let p = dev.submit(pm).wait_timeout(Duration::from_secs(3600)).expect_err("returns the handle at once");
+        let p = p.try_take().expect_err("not done yet");
+        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.wait()));
+        assert!(waited.is_err(), "Pending::wait under the lock must panic, not hang");
+        drop(lock);
+        let pm = dev.prepare(vec![OwnedTransfer::write(vec![2; 4])]).unwrap();
+        dev.submit(pm).wait().1.unwrap();
+        assert_eq!(b.loopback.words(), 8, "the message queued behind the lock was lost");
+    });
+}

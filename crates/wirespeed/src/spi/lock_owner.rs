@@ -15,7 +15,12 @@ thread_local! {
 
 /// Whether this thread holds `inner`'s bus lock.
 pub(crate) fn holds(inner: &BusInner) -> bool {
-    HELD.try_with(|held| held.borrow().contains(&inner.id())).unwrap_or(false)
+    holds_id(inner.id())
+}
+
+/// Whether this thread holds the lock of the bus with [`id`](BusInner::id) `id`.
+pub(crate) fn holds_id(id: usize) -> bool {
+    HELD.try_with(|held| held.borrow().contains(&id)).unwrap_or(false)
 }
 
 /// Records that this thread took `inner`'s lock.

@@ -126,8 +126,9 @@ pub(crate) struct Slot {
     state: Mutex<SlotState>,
     cv: Condvar,
     /// The bus the message was last submitted to (its `BusInner::id`): a
-    /// completion callback of that bus must not sleep
-    /// on the slot, since the message can only complete after it returns.
+    /// completion callback of that bus, or the holder of its bus lock, must
+    /// not sleep on the slot, since the message can only complete after the
+    /// callback returns or the lock is dropped.
     bus: AtomicUsize,
 }
 
@@ -275,23 +276,25 @@ impl Pending {
     ///
     /// # Panics
     /// In a [`submit_with`](super::SpiDevice::submit_with) callback of the
-    /// bus the message went to, if it has not completed yet: it could only
-    /// complete after the callback returns, so the wait would never end
-    /// (the pump catches the panic and carries on; the message still runs).
-    /// Use [`try_take`](Pending::try_take) there, or a callback of its own.
+    /// bus the message went to, or while holding that bus's
+    /// [`BusLock`](super::BusLock), if it has not completed yet: it could
+    /// only complete after the callback returns or the lock is dropped, so
+    /// the wait would never end (the pump catches a callback's panic and
+    /// carries on; the message still runs). Use [`try_take`](Pending::try_take)
+    /// there, or a callback of its own.
     pub fn wait(self) -> Finished {
         match self.wait_until(None) {
             Ok(f) => f,
             Err(_) => panic!(
-                "Pending::wait in a completion callback of the bus that runs the message: it could never complete; \
-                 use try_take, or submit_with for a callback of its own"
+                "Pending::wait in a completion callback of the bus that runs the message, or under that bus's \
+                 lock: it could never complete; use try_take, or submit_with for a callback of its own"
             ),
         }
     }
 
     /// Waits at most `timeout` for the message; returns it with its result,
     /// or the handle back if it has not completed by then (at once, in a
-    /// completion callback of the bus that runs it).
+    /// completion callback of the bus that runs it or under its bus lock).
     pub fn wait_timeout(self, timeout: Duration) -> Result<Finished, Pending> {
         // The deadline saturates: a limit beyond the clock's range is no limit.
         self.wait_until(Some(Deadline::after_ns(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX))))
@@ -313,8 +316,9 @@ impl Pending {
                 return Ok(f);
             }
             let left = deadline.map(|d| Duration::from_nanos(d.remaining_ns()));
-            let on_its_pump = super::pump::is_pump_id(slot.bus.load(Ordering::Relaxed));
-            if left.is_some_and(|l| l.is_zero()) || on_its_pump {
+            let bus = slot.bus.load(Ordering::Relaxed);
+            let never = super::pump::is_pump_id(bus) || super::lock_owner::holds_id(bus);
+            if left.is_some_and(|l| l.is_zero()) || never {
                 st.waiting = false;
                 drop(st);
                 return Err(Pending { slot: Some(slot) });
