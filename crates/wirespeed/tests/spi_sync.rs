@@ -188,3 +188,70 @@ fn a_transfer_longer_than_one_controller_burst_is_sent_whole_under_one_chip_sele
     assert!(rx == tx, "data across the burst boundary came back wrong");
     assert_eq!((lb.words(), lb.selects()), (n as u64, 1));
 }
+
+/// The lab's controller driver, offering only interrupt completion; counts
+/// the transfers it was told to poll.
+struct IrqOnly(
+    wirespeed::backend::lab::LabSpi,
+    wirespeed::spi::ControllerCaps,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+);
+
+impl wirespeed::spi::Controller for IrqOnly {
+    fn caps(&self) -> &wirespeed::spi::ControllerCaps {
+        &self.1
+    }
+    fn configure(&mut self, mode: wirespeed::spi::Mode, speed_hz: u32, bits: u8) {
+        self.0.configure(mode, speed_hz, bits)
+    }
+    fn set_cs(&mut self, cs: u8, active: bool) {
+        self.0.set_cs(cs, active)
+    }
+    fn preload(&mut self, data: &wirespeed::spi::Data<'_>, bits: u8) -> usize {
+        self.0.preload(data, bits)
+    }
+    fn discard_preload(&mut self) {
+        self.0.discard_preload()
+    }
+    fn transfer(
+        &mut self,
+        data: &mut wirespeed::spi::Data<'_>,
+        bits: u8,
+        preloaded: usize,
+        completion: wirespeed::spi::Completion,
+        timeout_ns: u64,
+        in_flight: &mut wirespeed::spi::InFlight<'_>,
+    ) -> Result<wirespeed::spi::TransferTiming, wirespeed::spi::ControllerFault> {
+        if completion == wirespeed::spi::Completion::Poll {
+            self.2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.0.transfer(data, bits, preloaded, completion, timeout_ns, in_flight)
+    }
+    fn set_power(&mut self, on: bool) {
+        self.0.set_power(on)
+    }
+}
+
+#[test]
+fn a_controller_that_cannot_poll_is_never_told_to_poll() {
+    let polled = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = polled.clone();
+    let (_lab, bus) = common::lab_bus(
+        wirespeed_lab::LabConfig::default(),
+        poll_policy(),
+        wirespeed_lab::devices::Loopback::new(),
+        |c| {
+            let caps =
+                wirespeed::spi::ControllerCaps { can_poll: false, ..wirespeed::spi::Controller::caps(&c).clone() };
+            IrqOnly(c, caps, counter)
+        },
+    );
+    let dev = bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    let mut rx = [0u8; 4];
+    dev.sync(&mut [Transfer::duplex(&[1, 2, 3, 4], &mut rx)]).unwrap();
+    assert_eq!(rx, [1, 2, 3, 4]);
+    // A pause between words sends one word per burst.
+    dev.sync(&mut [Transfer::duplex(&[5, 6, 7, 8], &mut rx).word_delay_ns(1_000)]).unwrap();
+    assert_eq!(rx, [5, 6, 7, 8]);
+    assert_eq!(polled.load(std::sync::atomic::Ordering::Relaxed), 0, "transfers told to poll a controller that cannot");
+}

@@ -342,6 +342,9 @@ fn run_word_by_word(
 ) -> Result<TransferTiming, ControllerFault> {
     let wb = super::plan::word_bytes(st.bits);
     let words = st.len / wb;
+    // One word is far shorter than a wake-up: polled, unless the controller
+    // offers only its interrupt.
+    let completion = if hw.caps.can_poll || !hw.caps.has_irq { Completion::Poll } else { Completion::Irq };
     let mut first = None;
     let mut last = None;
     for w in 0..words {
@@ -352,7 +355,7 @@ fn run_word_by_word(
             Data::Duplex(t, x) => Data::Duplex(&t[r.clone()], &mut x[r]),
             Data::InPlace(b) => Data::InPlace(&mut b[r]),
         };
-        let t = hw.ctlr.transfer(&mut one, st.bits, 0, Completion::Poll, timeout_ns, in_flight)?;
+        let t = hw.ctlr.transfer(&mut one, st.bits, 0, completion, timeout_ns, in_flight)?;
         let done = t.completed.unwrap_or_else(now);
         first.get_or_insert(t.started.unwrap_or(done));
         last = Some(done);
