@@ -4,8 +4,10 @@
 //! queued), a message runs in the caller's thread — no queue, no hand-off, no
 //! wake-up. When the bus is busy, the message is queued and the caller waits.
 //! The pump thread runs queued work only; it is never woken by a sync message
-//! that ran in the caller's thread, and it tears the controller down once,
-//! `idle_delay` after the last message.
+//! that ran in the caller's thread (except the first one after an idle
+//! teardown, which powers the controller up: the pump re-arms its idle
+//! timer), and it tears the controller down once, `idle_delay` after the
+//! last message.
 //!
 //! Ordering: the pump takes a job from the queue only while holding the bus,
 //! and a caller runs in its own thread only if, holding the bus, it sees the
@@ -140,8 +142,14 @@ impl BusInner {
         self.pump_cv.notify_one();
     }
 
-    pub(crate) fn enqueue(&self, job: pump::Job) {
+    /// Queues `job` for the pump, or hands it back if the pump has stopped
+    /// (checked under the queue lock, which the pump's exit drains under:
+    /// no job can slip in after that drain and wait for ever).
+    pub(crate) fn enqueue(&self, job: pump::Job) -> Result<(), pump::Job> {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if self.shutdown.load(Ordering::Acquire) {
+            return Err(job);
+        }
         q.push_back(job);
         self.queue_len.fetch_add(1, Ordering::AcqRel);
         // Fast: a pump that is running will find the job, so only a sleeping
@@ -152,6 +160,7 @@ impl BusInner {
         if signal {
             self.signal_pump();
         }
+        Ok(())
     }
 
     /// The sync path for an already validated message.
@@ -185,7 +194,8 @@ impl BusInner {
         // for idle teardown. When the pump ran the message it just loops on;
         // when the caller did, the pump is woken for it (seed 001).
         if !self.policy.quiet_pump && immediate {
-            self.enqueue(pump::Job::IdleCheck);
+            // A stopped pump has nothing to look for.
+            let _ = self.enqueue(pump::Job::IdleCheck);
         }
     }
 }

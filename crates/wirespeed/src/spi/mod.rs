@@ -152,11 +152,9 @@ impl SpiDevice {
             job.complete(Err(e));
             return;
         }
-        if self.bus.inner.shutdown.load(std::sync::atomic::Ordering::Acquire) {
+        if let Err(pump::Job::Async(job)) = self.bus.inner.enqueue(pump::Job::Async(job)) {
             job.complete(Err(SpiError::BusGone));
-            return;
         }
-        self.bus.inner.enqueue(pump::Job::Async(job));
     }
 
     /// Takes the bus for an exclusive sequence: other devices' sync calls wait

@@ -81,8 +81,9 @@ pub(crate) fn wait_for_queued(inner: &BusInner) {
         return;
     }
     let fence = Handoff::new();
-    inner.enqueue(Job::Fence(NonNull::from(&fence)));
-    fence.take();
+    if inner.enqueue(Job::Fence(NonNull::from(&fence))).is_ok() {
+        fence.take();
+    }
 }
 
 // SAFETY: a `Job::Sync` points to a `SyncJob` (a `Job::Fence` to a
@@ -112,12 +113,11 @@ pub(crate) fn sync_via_pump<M: MessageSource + ?Sized>(
     dev: &DeviceState,
     msg: &mut M,
 ) -> Result<(), SpiError> {
-    if inner.shutdown.load(Ordering::Acquire) {
-        return Err(SpiError::BusGone);
-    }
     let mut mref = MsgRef(msg);
     let job = SyncJob { dev, msg: NonNull::from(&mut mref as &mut (dyn MessageSource + '_)), done: Handoff::new() };
-    inner.enqueue(Job::Sync(NonNull::from(&job).cast::<SyncJob<'static>>()));
+    if inner.enqueue(Job::Sync(NonNull::from(&job).cast::<SyncJob<'static>>())).is_err() {
+        return Err(SpiError::BusGone);
+    }
     job.done.take()
 }
 
