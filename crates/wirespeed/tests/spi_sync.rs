@@ -255,3 +255,22 @@ fn a_controller_that_cannot_poll_is_never_told_to_poll() {
     assert_eq!(rx, [5, 6, 7, 8]);
     assert_eq!(polled.load(std::sync::atomic::Ordering::Relaxed), 0, "transfers told to poll a controller that cannot");
 }
+
+#[test]
+fn a_block_found_powered_down_is_ready_before_the_first_message() {
+    use wirespeed::backend::lab::LabSpi;
+    use wirespeed::spi::Bus;
+    use wirespeed_lab::spi::{regs, SpiControllerConfig};
+    use wirespeed_lab::{devices::Loopback, Lab, LabConfig};
+    // A block left powered down (by an earlier bus's idle teardown, say) and
+    // slow to power up: the driver taking it over must wait for READY.
+    let lab = Lab::new(LabConfig::default());
+    let block = lab.spi_controller(SpiControllerConfig { power_up_ns: 50_000_000, ..Default::default() });
+    block.attach(0, Loopback::new());
+    block.write(regs::PWR, 0);
+    let bus = Bus::new(LabSpi::new(block), Policy::fast());
+    let dev = bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    let mut rx = [0u8; 3];
+    dev.sync(&mut [Transfer::duplex(&[1, 2, 3], &mut rx)]).unwrap();
+    assert_eq!(rx, [1, 2, 3]);
+}

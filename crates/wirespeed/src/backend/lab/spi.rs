@@ -66,8 +66,6 @@ impl LabSpi {
         let fifo_bytes = block.read(regs::FIFOSIZE) as usize;
         let base_hz = u64::from(block.read(regs::BASECLK));
         let cfg = block.config().clone();
-        block.write(regs::PWR, regs::PWR_ON);
-        block.write(regs::CTRL, regs::CTRL_EN | (7 << regs::CTRL_BPW_SHIFT));
         let max_div = 1 << 20;
         let caps = ControllerCaps {
             name: cfg.name,
@@ -81,7 +79,11 @@ impl LabSpi {
             can_poll: true,
             has_irq: true,
         };
-        LabSpi { block, caps, fifo_bytes, preloaded: 0, words_buf: Vec::with_capacity(fifo_bytes) }
+        let mut spi = LabSpi { block, caps, fifo_bytes, preloaded: 0, words_buf: Vec::with_capacity(fifo_bytes) };
+        // The block may have been left powered down (by an earlier driver's
+        // idle teardown): power it up and wait for READY, as after teardown.
+        spi.set_power(true);
+        spi
     }
 
     /// The block this driver runs.
