@@ -274,3 +274,26 @@ fn a_block_found_powered_down_is_ready_before_the_first_message() {
     dev.sync(&mut [Transfer::duplex(&[1, 2, 3], &mut rx)]).unwrap();
     assert_eq!(rx, [1, 2, 3]);
 }
+
+#[test]
+fn a_chip_select_the_cs_register_cannot_address_is_refused() {
+    use wirespeed::backend::lab::LabSpi;
+    use wirespeed::spi::Bus;
+    use wirespeed_lab::spi::{regs, SpiControllerConfig};
+    use wirespeed_lab::{devices::Loopback, Lab, LabConfig};
+    // The block's CS register has 4 line bits: a block configured with more
+    // lines can still only select 16 of them.
+    let lab = Lab::new(LabConfig::default());
+    let block = lab.spi_controller(SpiControllerConfig { num_cs: 20, ..Default::default() });
+    let (on_1, on_17) = (Loopback::new(), Loopback::new());
+    block.attach(1, on_1.clone());
+    block.attach(17, on_17.clone());
+    let bus = Bus::new(LabSpi::new(block), Policy::fast());
+    let lines = regs::CS_LINE_MASK as u8 + 1;
+    assert!(matches!(
+        bus.device(DeviceConfig::new(17, 1_000_000)),
+        Err(InvalidMessage::NoSuchChipSelect { cs: 17, available }) if available == lines
+    ));
+    bus.device(DeviceConfig::new(1, 1_000_000)).unwrap().write(&[1]).unwrap();
+    assert_eq!((on_1.words(), on_17.words()), (1, 0));
+}

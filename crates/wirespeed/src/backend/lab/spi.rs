@@ -75,7 +75,9 @@ impl LabSpi {
             fifo_bytes: fifo_bytes as u32,
             // 8, 16 and 32 bits per word.
             bits_per_word_mask: (1 << 7) | (1 << 15) | (1 << 31),
-            num_cs: cfg.num_cs,
+            // CS names a line in 4 bits: a block configured with more lines
+            // can select only the first 16.
+            num_cs: cfg.num_cs.min(regs::CS_LINE_MASK as u8 + 1),
             can_poll: true,
             has_irq: true,
         };
