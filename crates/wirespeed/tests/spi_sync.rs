@@ -297,3 +297,19 @@ fn a_chip_select_the_cs_register_cannot_address_is_refused() {
     bus.device(DeviceConfig::new(1, 1_000_000)).unwrap().write(&[1]).unwrap();
     assert_eq!((on_1.words(), on_17.words()), (1, 0));
 }
+
+#[test]
+fn the_block_runs_the_clock_the_core_plans_for_a_speed_it_cannot_divide_exactly() {
+    use wirespeed_lab::spi::regs;
+    let b = bench(poll_policy());
+    // 200 MHz / 7 = 28.57 MHz is the fastest SCLK not above 30 MHz.
+    let dev = b.bus.device(DeviceConfig::new(0, 30_000_000)).unwrap();
+    assert_eq!(b.bus.caps().actual_speed_hz(30_000_000), 28_571_428);
+    b.block.trace_start(1 << 12);
+    dev.sync(&mut [Transfer::write(&[0x5A; 64])]).unwrap();
+    assert_eq!(b.block.read(regs::CLKDIV), 7, "divider for 30 MHz");
+    let w = cs_windows(&b.block.trace_take());
+    let span = w[0].last_clock.unwrap().ns_since(w[0].first_clock.unwrap());
+    // 512 bits at 28.57 MHz = 17.92 µs; at 25 MHz (divider 8) it would be 20.48 µs.
+    assert!((17_920..20_000).contains(&span), "64 bytes took {span} ns");
+}

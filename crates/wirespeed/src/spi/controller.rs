@@ -173,7 +173,9 @@ impl fmt::Display for ControllerFault {
 pub trait Controller: Send + 'static {
     /// What the controller can do.
     fn caps(&self) -> &ControllerCaps;
-    /// Sets mode, clock and word size for the next transfers.
+    /// Sets mode, clock and word size for the next transfers. `speed_hz` is
+    /// the clock asked for (validated against the caps); the driver runs the
+    /// SCLK [`ControllerCaps::actual_speed_hz`] gives for it.
     fn configure(&mut self, mode: Mode, speed_hz: u32, bits: u8);
     /// Drives native chip select `cs`.
     fn set_cs(&mut self, cs: u8, active: bool);

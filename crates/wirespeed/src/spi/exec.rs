@@ -244,8 +244,7 @@ fn run_steps<M: MessageSource + ?Sized>(
         let st = msg.step(i, cfg, &hw.caps)?;
         let setup = (cfg.mode, st.speed_hz, st.bits);
         if !policy.skip_redundant_setup || hw.setup != Some(setup) {
-            let actual = hw.caps.actual_speed_hz(st.speed_hz);
-            hw.ctlr.configure(cfg.mode, actual, st.bits);
+            hw.ctlr.configure(cfg.mode, st.speed_hz, st.bits);
             hw.setup = Some(setup);
         }
         let mut data = msg.data(i);
