@@ -77,7 +77,9 @@ impl Stats {
 
     #[inline]
     fn with_shard(&self, f: impl FnOnce(&Shard)) {
-        SHARDS.with(|cell| {
+        let mut f = Some(f);
+        let done = SHARDS.try_with(|cell| {
+            let f = f.take().expect("runs once");
             let mut v = cell.borrow_mut();
             if let Some((_, s)) = v.iter().find(|(id, _)| *id == self.id) {
                 f(s);
@@ -92,6 +94,15 @@ impl Stats {
             f(&s);
             v.push((self.id, s));
         });
+        if done.is_err() {
+            // The thread is exiting and its shards are gone (a message sent
+            // from a thread-local's destructor): a shard for this update alone.
+            let s = Arc::new(Shard::default());
+            if let Some(f) = f.take() {
+                f(&s);
+            }
+            self.shards.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+        }
     }
 
     /// Records one transfer of `len` bytes.
@@ -230,6 +241,38 @@ mod tests {
             assert_eq!(s.size_histogram[histogram::size_bucket(9)], n);
             assert_eq!(s.latency.count(), n);
         }
+    }
+
+    #[test]
+    fn updates_from_a_thread_local_destructor_are_counted() {
+        // A device kept in a thread-local whose drop sends a last message
+        // (a driver powering its chip down): it may run after this thread's
+        // shards were destroyed.
+        struct Late(Arc<Stats>);
+        impl Drop for Late {
+            fn drop(&mut self) {
+                let stats = &self.0;
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    stats.transfer(true, false, 4);
+                    stats.message(MessageRecord { ok: true, ..MessageRecord::default() });
+                }));
+            }
+        }
+        thread_local! {
+            static LATE: std::cell::RefCell<Option<Late>> = const { std::cell::RefCell::new(None) };
+        }
+        let stats = Arc::new(Stats::new(true));
+        let s = stats.clone();
+        std::thread::spawn(move || {
+            // Registered before the shards, so destroyed after them.
+            LATE.with(|l| *l.borrow_mut() = Some(Late(s.clone())));
+            s.transfer(true, false, 4);
+            s.message(MessageRecord { ok: true, ..MessageRecord::default() });
+        })
+        .join()
+        .unwrap();
+        let snap = stats.snapshot();
+        assert_eq!((snap.transfers, snap.messages, snap.bytes_tx, snap.latency.count()), (2, 2, 8, 2));
     }
 
     #[test]
