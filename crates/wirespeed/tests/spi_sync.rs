@@ -313,3 +313,15 @@ fn the_block_runs_the_clock_the_core_plans_for_a_speed_it_cannot_divide_exactly(
     // 512 bits at 28.57 MHz = 17.92 µs; at 25 MHz (divider 8) it would be 20.48 µs.
     assert!((17_920..20_000).contains(&span), "64 bytes took {span} ns");
 }
+
+#[test]
+fn the_slowest_speed_allowed_is_not_exceeded_by_the_slowest_clock() {
+    let b = bench(Policy::fast());
+    let caps = b.bus.caps();
+    let wirespeed::spi::ClockModel::Divider { base_hz, .. } = caps.clock else { panic!("a divider") };
+    let min = caps.min_speed_hz;
+    b.bus.device(DeviceConfig::new(0, min)).unwrap();
+    // SCLK = base / divider must not exceed the speed asked for.
+    let div = u64::from(caps.divider(min));
+    assert!(base_hz <= u64::from(min) * div, "{min} Hz asked, {base_hz} / {div} Hz run");
+}

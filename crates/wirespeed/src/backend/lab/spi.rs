@@ -70,7 +70,8 @@ impl LabSpi {
         let caps = ControllerCaps {
             name: cfg.name,
             max_speed_hz: (base_hz / 2) as u32,
-            min_speed_hz: (base_hz / max_div).max(1) as u32,
+            // Rounded up: base / max_div is not a whole number of Hz in general.
+            min_speed_hz: base_hz.div_ceil(max_div).max(1) as u32,
             clock: ClockModel::Divider { base_hz, min_div: 2, max_div: max_div as u32 },
             fifo_bytes: fifo_bytes as u32,
             // 8, 16 and 32 bits per word.
