@@ -90,6 +90,18 @@ fn classic_cs_change_defaults_to_ten_microseconds() {
 }
 
 #[test]
+fn classic_cs_change_inside_a_message_waits_the_inactive_time_then_the_change_delay() {
+    // The kernel's spi_set_cs(false) waits cs_inactive, then the transfer's
+    // cs_change delay follows: 30 µs + 5 µs before CS rises again.
+    let b = bench(Policy::classic());
+    let dev = b.bus.device(DeviceConfig::new(0, 20_000_000).cs_timing_ns(0, 0, 30_000)).unwrap();
+    b.block.trace_start(1 << 16);
+    dev.sync(&mut [Transfer::write(&[1]).cs_change(Some(5_000)), Transfer::write(&[2])]).unwrap();
+    let gaps = cs_high_gaps_ns(&cs_windows(&b.block.trace_take()));
+    assert!(gaps[0] >= 35_000, "classic CS-high gap {} ns, the kernel waits 35 µs", gaps[0]);
+}
+
+#[test]
 fn setup_time_is_a_deadline_not_a_rounded_sleep() {
     let b = bench(Policy::fast());
     let dev = b.bus.device(DeviceConfig::new(0, 20_000_000).cs_timing_ns(50, 50, 50)).unwrap();

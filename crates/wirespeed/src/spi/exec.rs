@@ -311,6 +311,11 @@ fn run_steps<M: MessageSource + ?Sized>(
                 dev.last_cs_off.store(off.as_ns(), Ordering::Relaxed);
             }
             *cs_active = false;
+            if !policy.cs_deadlines {
+                // The kernel's spi_set_cs(false) waits cs_inactive itself,
+                // before any cs_change delay.
+                classic_delay_ns(u64::from(cfg.cs_inactive_ns));
+            }
             if !last {
                 let gap = match (policy.cs_deadlines, st.cs_change_delay_ns) {
                     (true, Some(d)) => d,
@@ -319,8 +324,6 @@ fn run_steps<M: MessageSource + ?Sized>(
                     (false, Some(d)) => d,
                 };
                 wait_or_delay(policy, off, gap);
-            } else if !policy.cs_deadlines {
-                classic_delay_ns(u64::from(cfg.cs_inactive_ns));
             }
         }
     }

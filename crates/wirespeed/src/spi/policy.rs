@@ -19,8 +19,9 @@ pub struct Policy {
     /// (`kthread_queue_work` in `spi_finalize_current_message`, seed 001).
     pub quiet_pump: bool,
     /// On: per-thread counters with no lock, summed on read.
-    /// Off: shared counters under one mutex, taken several times per message
-    /// (`SPI_STATISTICS_ADD_TO_FIELD`, seed 000 §6.1).
+    /// Off: shared counters under a lock, taken several times per message,
+    /// in two copies (the controller's and the device's) as the kernel keeps
+    /// them (`SPI_STATISTICS_ADD_TO_FIELD`, seed 000 §6.1).
     pub lockfree_stats: bool,
     /// On: CS setup/hold/inactive times are deadlines from the CS edge (a 50 ns
     /// setup already satisfied costs nothing); an unspecified `cs_change`

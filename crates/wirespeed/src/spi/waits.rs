@@ -13,7 +13,8 @@ pub(crate) fn wait_until(deadline: Deadline) {
 
 /// The kernel's `_spi_transfer_delay_ns` as the seed measured it: 0 returns,
 /// anything else is rounded up to whole microseconds, busy-waited up to
-/// 10 µs (`udelay`) and slept above (`usleep_range(us, us + us/10)`).
+/// 10 µs (`udelay`) and slept above (`usleep_range(us, us + us/10)`; a
+/// sleep takes one duration here, so the range's middle, `us + us/20`).
 pub(crate) fn classic_delay_ns(ns: u64) {
     if ns == 0 {
         return;
