@@ -89,10 +89,17 @@ fn a_panicking_callback_may_drop_the_last_handle_of_its_bus() {
     assert!(status.success(), "the process died: {status:?}\n{stderr}");
 }
 
-/// A controller driver with a bug: it panics on a write starting with 0xEE.
-struct PanicOn0xEE(LabSpi);
+/// A controller driver with bugs: it panics on a write starting with 0xEE,
+/// and powering up while its flag is armed (once per arming).
+struct BuggyDriver(LabSpi, Arc<std::sync::atomic::AtomicBool>);
 
-impl Controller for PanicOn0xEE {
+impl BuggyDriver {
+    fn new(lab: LabSpi) -> BuggyDriver {
+        BuggyDriver(lab, Arc::default())
+    }
+}
+
+impl Controller for BuggyDriver {
     fn caps(&self) -> &ControllerCaps {
         self.0.caps()
     }
@@ -128,6 +135,9 @@ impl Controller for PanicOn0xEE {
         self.0.transfer(data, bits, preloaded, completion, timeout_ns, in_flight)
     }
     fn set_power(&mut self, on: bool) {
+        if on && self.1.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            panic!("controller driver bug powering up (expected by this test)");
+        }
         self.0.set_power(on)
     }
 }
@@ -136,7 +146,7 @@ impl Controller for PanicOn0xEE {
 fn a_driver_panic_fails_its_message_and_the_bus_carries_on() {
     let Some((status, stderr)) = in_child("a_driver_panic_fails_its_message_and_the_bus_carries_on") else {
         return within(LIMIT, "a waiter hung after the driver panicked", || {
-            let (_lab, bus) = common::lab_bus(LabConfig::default(), Policy::fast(), Loopback::new(), PanicOn0xEE);
+            let (_lab, bus) = common::lab_bus(LabConfig::default(), Policy::fast(), Loopback::new(), BuggyDriver::new);
             let dev = bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
             let bad = dev.prepare(vec![OwnedTransfer::write(vec![0xEE; 4])]).unwrap();
             let good = dev.prepare(vec![OwnedTransfer::duplex(vec![7; 4])]).unwrap();
@@ -306,47 +316,6 @@ fn a_bus_whose_pump_thread_cannot_start_is_an_error_not_a_panic() {
     bus.device(DeviceConfig::new(0, 1_000_000)).unwrap().write(&[1, 2, 3]).unwrap();
 }
 
-/// A controller driver with a bug: powering up panics, once per `armed`.
-struct PanicPoweringUp(LabSpi, Arc<std::sync::atomic::AtomicBool>);
-
-impl Controller for PanicPoweringUp {
-    fn caps(&self) -> &ControllerCaps {
-        self.0.caps()
-    }
-    fn configure(&mut self, mode: Mode, speed_hz: u32, bits: u8) {
-        self.0.configure(mode, speed_hz, bits)
-    }
-    fn set_cs(&mut self, cs: u8, active: bool) {
-        self.0.set_cs(cs, active)
-    }
-    fn preload(&mut self, data: &Data<'_>, bits: u8) -> usize {
-        self.0.preload(data, bits)
-    }
-    fn discard_preload(&mut self) {
-        self.0.discard_preload()
-    }
-    fn abort(&mut self) {
-        self.0.abort()
-    }
-    fn transfer(
-        &mut self,
-        data: &mut Data<'_>,
-        bits: u8,
-        preloaded: usize,
-        completion: Completion,
-        timeout_ns: u64,
-        in_flight: &mut InFlight<'_>,
-    ) -> Result<TransferTiming, ControllerFault> {
-        self.0.transfer(data, bits, preloaded, completion, timeout_ns, in_flight)
-    }
-    fn set_power(&mut self, on: bool) {
-        if on && self.1.swap(false, std::sync::atomic::Ordering::SeqCst) {
-            panic!("controller driver bug powering up (expected by this test)");
-        }
-        self.0.set_power(on)
-    }
-}
-
 #[test]
 fn a_driver_panic_powering_up_fails_its_message_and_the_bus_carries_on() {
     let name = "a_driver_panic_powering_up_fails_its_message_and_the_bus_carries_on";
@@ -355,8 +324,7 @@ fn a_driver_panic_powering_up_fails_its_message_and_the_bus_carries_on() {
             let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
             let policy = Policy { idle_delay: Duration::from_millis(20), ..Policy::fast() };
             let arm = armed.clone();
-            let (_lab, bus) =
-                common::lab_bus(LabConfig::default(), policy, Loopback::new(), |c| PanicPoweringUp(c, arm));
+            let (_lab, bus) = common::lab_bus(LabConfig::default(), policy, Loopback::new(), |c| BuggyDriver(c, arm));
             let dev = bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
             let torn_down = |n: u64| {
                 while bus.teardowns() < n {
