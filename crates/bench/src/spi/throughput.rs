@@ -10,7 +10,7 @@
 use super::rig::Rig;
 use crate::stats::median;
 use std::collections::VecDeque;
-use std::sync::Barrier;
+use std::sync::{Barrier, Condvar, Mutex};
 use wirespeed::spi::Policy;
 use wirespeed_time::now;
 
@@ -74,14 +74,32 @@ pub fn run(
 ) -> Result<Throughput, String> {
     let rig = Rig::new(policy, hz, false)?;
     let start = Barrier::new(threads + 1);
+    // Whether every sender started: each waits for it before the barrier,
+    // which only a full set passes, and returns at once if one could not.
+    let all_started = (Mutex::new(None::<bool>), Condvar::new());
     let t0 = std::thread::scope(|sc| -> Result<u64, String> {
         let mut handles = Vec::new();
-        for _ in 0..threads {
+        let mut failed = None;
+        for k in 0..threads {
             let dev = rig.dev.clone();
-            let start = &start;
+            let (start, all_started) = (&start, &all_started);
             let msgs_per_thread = msgs;
-            let mut pms = (0..window.max(1)).map(|_| rig.prepared(size)).collect::<Result<Vec<_>, _>>()?;
-            handles.push(sc.spawn(move || -> Result<(), String> {
+            let mut pms = match (0..window.max(1)).map(|_| rig.prepared(size)).collect::<Result<Vec<_>, _>>() {
+                Ok(pms) => pms,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            };
+            let sender = std::thread::Builder::new().spawn_scoped(sc, move || -> Result<(), String> {
+                let mut go = all_started.0.lock().unwrap_or_else(|e| e.into_inner());
+                while go.is_none() {
+                    go = all_started.1.wait(go).unwrap_or_else(|e| e.into_inner());
+                }
+                if *go != Some(true) {
+                    return Ok(());
+                }
+                drop(go);
                 start.wait();
                 match mode {
                     Mode::Sync => {
@@ -122,7 +140,19 @@ pub fn run(
                     }
                 }
                 Ok(())
-            }));
+            });
+            match sender {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    failed = Some(format!("cannot start sender thread {} of {threads}: {e}", k + 1));
+                    break;
+                }
+            }
+        }
+        *all_started.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(failed.is_none());
+        all_started.1.notify_all();
+        if let Some(e) = failed {
+            return Err(e);
         }
         start.wait();
         let t0 = now();
@@ -136,4 +166,52 @@ pub fn run(
     let actual_hz = f64::from(rig.bus.caps().actual_speed_hz(hz));
     let wire_s = total * (size * 8) as f64 / actual_hz;
     Ok(Throughput { bus_utilization: wire_s / elapsed_s, msgs_per_s: total / elapsed_s })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn senders_the_system_cannot_start_are_an_error_not_a_hang() {
+        const NAME: &str = "spi::throughput::tests::senders_the_system_cannot_start_are_an_error_not_a_hang";
+        if std::env::var("WIRESPEED_BENCH_CHILD").as_deref() == Ok(NAME) {
+            // Every thread's stack takes 256 MiB (RUST_MIN_STACK) of an
+            // address space capped at 8 GiB: the rig's threads start, 256
+            // senders cannot.
+            let cap = libc::rlimit { rlim_cur: 8 << 30, rlim_max: 8 << 30 };
+            // SAFETY: `cap` is a valid rlimit.
+            assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &cap) }, 0);
+            let e = run(Mode::Sync, Policy::fast(), 256, 1, 9, 20_000_000, 1)
+                .expect_err("256 senders of 256 MiB each started in 8 GiB");
+            assert!(e.contains("of 256"), "{e}");
+            return;
+        }
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+            .env("WIRESPEED_BENCH_CHILD", NAME)
+            .env("RUST_MIN_STACK", (256u64 << 20).to_string())
+            .env("RUST_BACKTRACE", "0")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let limit = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the comparison hung when a sender thread could not start");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert!(status.success(), "child failed: {status:?}\n{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
 }
