@@ -113,7 +113,7 @@ pub fn run(opts: &RegmapOptions) -> Result<RegmapReport, String> {
     let block = lab.spi_controller(Default::default());
     let regfile = RegFile::new(256);
     block.attach(0, regfile.clone());
-    let bus = Bus::new(LabSpi::new(block), policy);
+    let bus = Bus::try_new(LabSpi::new(block), policy).map_err(|e| e.to_string())?;
     let dev = bus.device(DeviceConfig::new(0, opts.speed_hz)).map_err(|e| format!("SPI device: {e}"))?;
     // The clock the controller's divider gives, which the wire times are at.
     let clock_hz = bus.caps().actual_speed_hz(opts.speed_hz);

@@ -121,7 +121,7 @@ pub fn run(opts: &SpiCsOptions) -> Result<SpiCsFigures, String> {
     let chip = open(&hw).map_err(|e| format!("opening the lab chip: {e}"))?;
     let cs = GpioCs::request(&chip, 1, "bench-cs", CsPolarity::ActiveLow).map_err(|e| format!("CS line: {e}"))?;
     hw.output_pin(1).connect(cs_input, now());
-    let bus = Bus::new(LabSpi::new(block), Policy::fast());
+    let bus = Bus::try_new(LabSpi::new(block), Policy::fast()).map_err(|e| e.to_string())?;
     let native = device(&bus, DeviceConfig::new(0, SPEED_HZ))?;
     let gpio = device(&bus, DeviceConfig::new(0, SPEED_HZ).gpio_cs(Arc::new(cs)))?;
 

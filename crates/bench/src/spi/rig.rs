@@ -27,7 +27,7 @@ impl Rig {
         let lab = Lab::new(LabConfig { instant_wire, ..LabConfig::default() });
         let block = lab.spi_controller(Default::default());
         block.attach(0, Loopback::new());
-        let bus = Bus::new(LabSpi::new(block.clone()), policy);
+        let bus = Bus::try_new(LabSpi::new(block.clone()), policy).map_err(|e| e.to_string())?;
         let dev = bus.device(DeviceConfig::new(0, hz)).map_err(|e| e.to_string())?;
         Ok(Rig { _lab: lab, block, bus, dev })
     }
