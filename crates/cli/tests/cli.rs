@@ -78,6 +78,10 @@ fn spi_async_comparison_refuses_zero_messages_and_more_threads_than_it_can_start
     refused(&with(SPI_BASE, &["--threads", "100000", "--thread-msgs", "1"]), &["100000", "256"]);
     let j = json(&with(SPI_BASE, &["--threads", "2", "--thread-msgs", "50", "--json"]));
     assert!(j["async"]["sync"]["msgs_per_s"].as_f64().is_some_and(|m| m > 0.0), "{j}");
+    // The physical limit beside the time taken: 2 × 50 messages of 72 bits at 20 MHz.
+    let a = &j["async"]["async"];
+    let (wire, elapsed) = (a["wire_s"].as_f64().unwrap(), a["elapsed_s"].as_f64().unwrap());
+    assert!((wire - 100.0 * 72.0 / 20e6).abs() < 1e-6 && elapsed >= wire, "{j}");
 }
 
 #[test]

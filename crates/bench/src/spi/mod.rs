@@ -24,7 +24,7 @@
 //! `instant_wire`: the same comparison with an infinitely fast wire, i.e.
 //! software cost alone), `ablation` (`[{switch, overhead_us_per_msg}]`), and
 //! `async` (`{sync, async, async_unpipelined}` each `{bus_utilization,
-//! msgs_per_s}`; `async_unpipelined` is async with `pipelined_pump` off,
+//! msgs_per_s, wire_s, elapsed_s}` (medians over repetitions); `async_unpipelined` is async with `pipelined_pump` off,
 //! that switch's share: it acts only on queued messages, so its entry in
 //! `ablation`, measured on the sync loop, stays at `fast`'s overhead).
 
@@ -348,7 +348,7 @@ impl SpiReport {
             "ablation": self.ablation.iter().map(|(s, o)| json!({"switch": s, "overhead_us_per_msg": r(*o, 3)})).collect::<Vec<_>>(),
         });
         if let Some(c) = &self.throughput {
-            let fig = |t: &throughput::Throughput| json!({"bus_utilization": r(t.bus_utilization, 4), "msgs_per_s": r(t.msgs_per_s, 0)});
+            let fig = |t: &throughput::Throughput| json!({"bus_utilization": r(t.bus_utilization, 4), "msgs_per_s": r(t.msgs_per_s, 0), "wire_s": r(t.wire_s, 6), "elapsed_s": r(t.elapsed_s, 6)});
             v["async"] = json!({
                 "threads": self.options.async_threads,
                 "msgs_per_thread": self.options.async_msgs,
@@ -424,11 +424,19 @@ impl SpiReport {
                 &format!("{} threads × {} msgs", self.options.async_threads, self.options.async_msgs),
                 "bus utilization",
                 "msgs/s",
+                "wire (ms)",
+                "elapsed (ms)",
             ]);
             for (name, f) in
                 [("sync", &c.sync), ("async", &c.async_), ("async, pump not pipelined", &c.async_unpipelined)]
             {
-                t.row(vec![name.into(), format!("{:.3}", f.bus_utilization), format!("{:.0}", f.msgs_per_s)]);
+                t.row(vec![
+                    name.into(),
+                    format!("{:.3}", f.bus_utilization),
+                    format!("{:.0}", f.msgs_per_s),
+                    format!("{:.2}", f.wire_s * 1e3),
+                    format!("{:.2}", f.elapsed_s * 1e3),
+                ]);
             }
             out.push('\n');
             out.push_str(&t.render());

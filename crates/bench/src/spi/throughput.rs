@@ -28,6 +28,10 @@ pub enum Mode {
 pub struct Throughput {
     pub bus_utilization: f64,
     pub msgs_per_s: f64,
+    /// The run's wire time: every message's bits at the clock run.
+    pub wire_s: f64,
+    /// The run's elapsed time, from the first sender's start to the last one's end.
+    pub elapsed_s: f64,
 }
 
 /// Sync, async, and async without the pump's pipelining, side by side.
@@ -58,6 +62,8 @@ pub fn compare(
     let med = |v: &[Throughput]| Throughput {
         bus_utilization: median(&v.iter().map(|t| t.bus_utilization).collect::<Vec<_>>()),
         msgs_per_s: median(&v.iter().map(|t| t.msgs_per_s).collect::<Vec<_>>()),
+        wire_s: median(&v.iter().map(|t| t.wire_s).collect::<Vec<_>>()),
+        elapsed_s: median(&v.iter().map(|t| t.elapsed_s).collect::<Vec<_>>()),
     };
     Ok(Comparison { sync: med(&runs[0]), async_: med(&runs[1]), async_unpipelined: med(&runs[2]) })
 }
@@ -168,7 +174,7 @@ pub fn run(
     let total = (threads * msgs) as f64;
     let actual_hz = f64::from(rig.bus.caps().actual_speed_hz(hz));
     let wire_s = total * (size * 8) as f64 / actual_hz;
-    Ok(Throughput { bus_utilization: wire_s / elapsed_s, msgs_per_s: total / elapsed_s })
+    Ok(Throughput { bus_utilization: wire_s / elapsed_s, msgs_per_s: total / elapsed_s, wire_s, elapsed_s })
 }
 
 #[cfg(test)]
