@@ -280,6 +280,31 @@ fn a_bus_lock_waits_for_async_messages_submitted_before_it() {
     }
 }
 
+/// The pump takes a job from the queue only once it holds the bus. Here it
+/// is woken for an async message while the caller holds the bus lock, so it
+/// waits for the bus with the message still queued; the caller then drops
+/// the lock and at once sends a sync message, which finds the bus free
+/// before the pump gets it. It must see the async message queued and go
+/// behind it: a pump that had taken the message out first (the queue
+/// looks empty, the bus is free) would let the sync message run first.
+#[test]
+fn a_sync_call_never_overtakes_a_message_the_pump_is_about_to_run() {
+    let (_lab, rec, bus) = recorder_bus(Policy::fast());
+    let dev = bus.device(DeviceConfig::new(0, 50_000_000)).unwrap();
+    for round in 0..40u8 {
+        rec.windows.lock().unwrap().clear();
+        let lock = dev.lock_bus().unwrap();
+        let p = dev.submit(dev.prepare(vec![OwnedTransfer::write(vec![0xA0, round])]).unwrap());
+        // Time for the woken pump to find the message and block on the bus.
+        std::thread::sleep(Duration::from_millis(1));
+        drop(lock);
+        dev.sync(&mut [Transfer::write(&[0xB0, round])]).unwrap();
+        p.wait().1.unwrap();
+        let windows = rec.windows.lock().unwrap().clone();
+        assert_eq!(windows, [[0xA0, round], [0xB0, round]], "round {round}: the sync call overtook the async message");
+    }
+}
+
 #[test]
 fn async_handles_wait_poll_and_return_the_message() {
     let b = bench(Policy::fast());
