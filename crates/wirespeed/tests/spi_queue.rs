@@ -107,6 +107,30 @@ fn handoff_between_caller_and_pump_keeps_every_message_once_and_in_order() {
     }
 }
 
+/// With the default idle delay a pump that slept through a queued message
+/// is woken by its idle timer within a second, so a lost wake-up only slows
+/// the tests above down. With an idle delay of an hour it leaves the message
+/// queued: every message must still complete, queued to a pump asleep on an
+/// idle bus or during the hammer's traffic.
+#[test]
+fn a_queued_message_wakes_the_pump_without_help_from_its_idle_timer() {
+    let policy = Policy { idle_delay: Duration::from_secs(3600), ..Policy::fast() };
+    let (_lab, _rec, bus) = recorder_bus(policy.clone());
+    let dev = bus.device(DeviceConfig::new(0, 50_000_000)).unwrap();
+    for round in 0..10u8 {
+        // Time for the pump to go to sleep.
+        std::thread::sleep(Duration::from_millis(2));
+        let p = dev.submit(dev.prepare(vec![OwnedTransfer::write(vec![round])]).unwrap());
+        p.wait_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("round {round}: the pump slept through a queued message"))
+            .1
+            .unwrap();
+    }
+    within(Duration::from_secs(30), "a caller still waits: the pump slept through a queued message", move || {
+        hammer(policy, 4, 300)
+    });
+}
+
 #[test]
 fn classic_handoff_keeps_order_too() {
     hammer_or_fail(Policy::classic(), 3, 200);
