@@ -23,11 +23,12 @@ use super::exec::{
 use super::policy::Policy;
 use super::pump;
 use super::stats::{MessageRecord, Stats, StatsSnapshot};
+use super::sync::{
+    thread, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, TryLockError,
+};
 use super::wakeup::IrqCost;
 use super::SpiDevice;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use wirespeed_time::{now, Instant};
 
 pub(crate) struct BusInner {
@@ -51,7 +52,7 @@ pub(crate) struct BusInner {
 
 /// Device ids are unique in the process, not per bus, so that a prepared
 /// message can never pass for another bus's device with the same number.
-static NEXT_DEVICE_ID: AtomicU64 = AtomicU64::new(1);
+static NEXT_DEVICE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl BusInner {
     pub(crate) fn ctx(&self) -> ExecCtx<'_> {
@@ -203,7 +204,7 @@ impl BusInner {
 /// Stops the pump thread when the last handle to a bus goes away.
 pub(crate) struct PumpOwner {
     inner: Arc<BusInner>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    thread: Option<thread::JoinHandle<()>>,
 }
 
 impl Drop for PumpOwner {
@@ -217,7 +218,7 @@ impl Drop for PumpOwner {
             // The last handle can go on the pump thread itself (dropped by a
             // completion callback): the pump then finishes its queue and
             // exits on its own; joining would wait for this very thread.
-            if t.thread().id() != std::thread::current().id() {
+            if t.thread().id() != thread::current().id() {
                 let _ = t.join();
             }
         }
@@ -299,8 +300,11 @@ impl Bus {
     /// A device on this bus. Fails if the controller cannot serve its settings.
     pub fn device(&self, cfg: DeviceConfig) -> Result<SpiDevice, InvalidMessage> {
         super::plan::check_device(&cfg, &self.inner.caps)?;
-        let id = NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed);
-        Ok(SpiDevice::new(self.clone(), DeviceState { id, cfg, last_cs_off: Arc::new(AtomicU64::new(0)) }))
+        let id = NEXT_DEVICE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(SpiDevice::new(
+            self.clone(),
+            DeviceState { id, cfg, last_cs_off: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0)) },
+        ))
     }
 
     /// The policy the bus runs with.

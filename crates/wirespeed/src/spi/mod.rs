@@ -31,6 +31,7 @@ mod policy;
 mod prepared;
 mod pump;
 pub mod stats;
+mod sync;
 mod transfer;
 mod waits;
 mod wakeup;
@@ -47,7 +48,7 @@ pub use wakeup::thread_wakeup_ns;
 
 use exec::DeviceState;
 use std::sync::Arc;
-use std::sync::MutexGuard;
+use sync::MutexGuard;
 use wirespeed_time::now;
 
 /// One device on a bus. Cheap to clone; clones share the device.

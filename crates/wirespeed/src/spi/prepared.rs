@@ -32,10 +32,9 @@ use super::device::DeviceConfig;
 use super::error::{InvalidMessage, SpiError};
 use super::exec::{DeviceState, MessageSource};
 use super::plan::{plan_step, Step};
+use super::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
 use super::transfer::{Data, Transfer};
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use wirespeed_time::{Deadline, Instant};
 
@@ -222,7 +221,7 @@ impl MessageSource for PreparedMessage {
 
 /// An async message in flight.
 pub(crate) struct AsyncJob {
-    pub dev: Arc<DeviceState>,
+    pub dev: std::sync::Arc<DeviceState>,
     pub msg: PreparedMessage,
     pub submitted: Instant,
     pub callback: Option<Callback>,

@@ -15,9 +15,8 @@ use super::controller::InFlight;
 use super::error::SpiError;
 use super::exec::{BusHw, DeviceState, MessageSource};
 use super::prepared::AsyncJob;
+use super::sync::{thread, thread_local, Arc, Condvar, Mutex, Ordering};
 use std::ptr::NonNull;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use wirespeed_time::{now, Instant};
 
@@ -104,7 +103,7 @@ pub(crate) fn is_pump_of(inner: &BusInner) -> bool {
 
 /// Whether this thread is the pump of the bus with [`id`](BusInner::id) `id`.
 pub(crate) fn is_pump_id(id: usize) -> bool {
-    id != 0 && PUMP_OF.get() == id
+    id != 0 && PUMP_OF.with(std::cell::Cell::get) == id
 }
 
 /// Hands a sync message to the pump and waits for it.
@@ -141,8 +140,8 @@ impl<M: MessageSource + ?Sized> MessageSource for MsgRef<'_, M> {
     }
 }
 
-pub(crate) fn spawn(inner: Arc<BusInner>) -> std::io::Result<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new().name(format!("spi-pump-{}", inner.caps.name)).spawn(move || run(&inner))
+pub(crate) fn spawn(inner: Arc<BusInner>) -> std::io::Result<thread::JoinHandle<()>> {
+    thread::Builder::new().name(format!("spi-pump-{}", inner.caps.name)).spawn(move || run(&inner))
 }
 
 /// When the bus counts as idle: `idle_delay` after the last activity
@@ -176,7 +175,7 @@ impl Drop for PumpExit<'_> {
 }
 
 fn run(inner: &BusInner) {
-    PUMP_OF.set(inner.id());
+    PUMP_OF.with(|p| p.set(inner.id()));
     let _exit = PumpExit(inner);
     let mut q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
     loop {

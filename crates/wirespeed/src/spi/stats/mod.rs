@@ -9,10 +9,9 @@
 mod histogram;
 mod shard;
 
+use super::sync::{thread_local, Arc, Mutex};
 pub use histogram::{LatencyHistogram, SIZE_BUCKETS};
 use shard::{Counter, Shard};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// A snapshot of a bus's statistics.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -49,7 +48,7 @@ pub(crate) struct MessageRecord {
     pub latency_ns: u64,
 }
 
-static NEXT_STATS_ID: AtomicU64 = AtomicU64::new(1);
+static NEXT_STATS_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 thread_local! {
     static SHARDS: std::cell::RefCell<Vec<(u64, Arc<Shard>)>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -68,7 +67,7 @@ pub struct Stats {
 impl Stats {
     pub(crate) fn new(lockfree: bool) -> Stats {
         Stats {
-            id: NEXT_STATS_ID.fetch_add(1, Ordering::Relaxed),
+            id: NEXT_STATS_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             lockfree,
             shards: Mutex::new(Vec::new()),
             locked: [Mutex::new(StatsSnapshot::default()), Mutex::new(StatsSnapshot::default())],
@@ -258,7 +257,7 @@ mod tests {
                 }));
             }
         }
-        thread_local! {
+        std::thread_local! {
             static LATE: std::cell::RefCell<Option<Late>> = const { std::cell::RefCell::new(None) };
         }
         let stats = Arc::new(Stats::new(true));
