@@ -26,6 +26,8 @@ mod eh;
 mod error;
 mod exec;
 mod lock_owner;
+#[cfg(all(test, loom))]
+mod loom_model;
 mod plan;
 mod policy;
 mod prepared;
