@@ -74,9 +74,9 @@ pub(crate) enum Job {
 }
 
 /// Blocks until every job queued on `inner` before this call has run.
-/// Returns at once if the queue is empty.
+/// Returns at once if the queue is empty or the pump has stopped.
 pub(crate) fn wait_for_queued(inner: &BusInner) {
-    if inner.queue_len.load(Ordering::Acquire) == 0 || inner.shutdown.load(Ordering::Acquire) {
+    if inner.queue_len.load(Ordering::Acquire) == 0 {
         return;
     }
     let fence = Handoff::new();
