@@ -19,7 +19,7 @@ use super::controller::ControllerCaps;
 use super::device::DeviceConfig;
 use super::error::{InvalidMessage, SpiError};
 use super::exec::MessageSource;
-use super::plan::{plan_shape, Step};
+use super::plan::{plan_shape, Step, INLINE_STEPS};
 use super::transfer::{Data, Transfer};
 
 use super::SpiDevice;
@@ -82,11 +82,6 @@ fn walk(ops: &[Operation<'_, u8>], mut f: impl FnMut(usize, Part, u64) -> bool) 
     delay
 }
 
-/// Operation lists of up to this many steps are planned once, on the stack,
-/// as [`SpiDevice::sync`] plans short messages; a longer list is validated
-/// in one pass and each step located and planned again when it runs.
-const INLINE: usize = 8;
-
 /// Where a step's data is, and its plan.
 #[derive(Clone, Copy)]
 struct Planned {
@@ -104,8 +99,8 @@ struct Ops<'o, 'b> {
     /// Delay after the last step (trailing `DelayNs` operations, including
     /// those before empty operations at the end).
     trailing_ns: u64,
-    /// Every step, if there are at most [`INLINE`] (filled by [`Ops::plan`]).
-    planned: Option<[Planned; INLINE]>,
+    /// Every step, if there are at most [`INLINE_STEPS`] (filled by [`Ops::plan`]).
+    planned: Option<[Planned; INLINE_STEPS]>,
 }
 
 impl<'o, 'b> Ops<'o, 'b> {
@@ -121,7 +116,7 @@ impl<'o, 'b> Ops<'o, 'b> {
     /// Validates every step in one pass, keeping the plans of a short list.
     fn plan(&mut self, dev: &DeviceConfig, caps: &ControllerCaps) -> Result<(), InvalidMessage> {
         let empty = Planned { op: 0, part: Part::Window, step: Step::EMPTY };
-        let mut planned = [empty; INLINE];
+        let mut planned = [empty; INLINE_STEPS];
         if self.data_steps == 0 {
             planned[0].step = self.plan_part(0, 0, Part::Window, 0, dev, caps)?;
         } else {
@@ -129,7 +124,7 @@ impl<'o, 'b> Ops<'o, 'b> {
             let mut failed = None;
             walk(self.ops, |op, part, delay| {
                 match self.plan_part(k, op, part, delay, dev, caps) {
-                    Ok(step) if k < INLINE => planned[k] = Planned { op, part, step },
+                    Ok(step) if k < INLINE_STEPS => planned[k] = Planned { op, part, step },
                     Ok(_) => {}
                     Err(e) => failed = Some(e),
                 }
@@ -140,7 +135,7 @@ impl<'o, 'b> Ops<'o, 'b> {
                 return Err(e);
             }
         }
-        if self.count() <= INLINE {
+        if self.count() <= INLINE_STEPS {
             self.planned = Some(planned);
         }
         Ok(())
@@ -318,7 +313,7 @@ mod tests {
     #[test]
     fn planning_once_gives_the_steps_a_walk_gives() {
         let (dev, caps) = (DeviceConfig::new(0, 20_000_000), crate::spi::controller::test_caps());
-        for n in [3usize, INLINE, INLINE + 3] {
+        for n in [3usize, INLINE_STEPS, INLINE_STEPS + 3] {
             let mut bufs: Vec<[u8; 2]> = (0..n).map(|i| [i as u8; 2]).collect();
             let mut list: Vec<Operation<'_, u8>> = Vec::new();
             for (i, b) in bufs.iter_mut().enumerate() {
@@ -331,7 +326,7 @@ mod tests {
             };
             let mut ops = Ops::new(&mut list);
             ops.plan(&dev, &caps).unwrap();
-            assert_eq!(ops.planned.is_some(), n <= INLINE, "{n} steps");
+            assert_eq!(ops.planned.is_some(), n <= INLINE_STEPS, "{n} steps");
             let planned: Vec<_> =
                 (0..ops.count()).map(|i| (ops.locate(i).0, ops.step(i, &dev, &caps).unwrap())).collect();
             assert_eq!(planned, walked, "{n} steps");

@@ -188,7 +188,8 @@ pub(crate) fn release_held_cs(hw: &mut BusHw) -> Result<(), SpiError> {
 
 /// Runs `msg` for `dev`. The message was validated before anything reaches
 /// here; each step comes from `msg` (precomputed for prepared and inline-
-/// planned messages, planned again only for messages of more than 8 transfers).
+/// planned messages, planned again only for messages of more than
+/// [`INLINE_STEPS`](super::plan::INLINE_STEPS) transfers).
 /// `in_flight` runs while the first transfer shifts, if one starts.
 pub(crate) fn execute<M: MessageSource + ?Sized>(
     hw: &mut BusHw,

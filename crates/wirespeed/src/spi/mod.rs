@@ -77,14 +77,13 @@ impl SpiDevice {
 
     /// Runs a message and waits for it. Nothing is sent if it is invalid.
     pub fn sync(&self, transfers: &mut [Transfer<'_>]) -> Result<(), SpiError> {
-        /// Messages up to this many transfers are planned once, on the stack.
-        const INLINE: usize = 8;
+        use plan::INLINE_STEPS;
         let (cfg, caps) = (&self.state.cfg, &self.bus.inner.caps);
-        if transfers.is_empty() || transfers.len() > INLINE {
+        if transfers.is_empty() || transfers.len() > INLINE_STEPS {
             plan::validate(transfers, cfg, caps)?;
             return self.bus.inner.sync(&self.state, transfers);
         }
-        let mut steps = [plan::Step::EMPTY; INLINE];
+        let mut steps = [plan::Step::EMPTY; INLINE_STEPS];
         for (i, t) in transfers.iter().enumerate() {
             steps[i] = plan::plan_step(i, t, cfg, caps)?;
         }

@@ -39,6 +39,11 @@ impl Step {
     };
 }
 
+/// Messages (and embedded-hal operation lists) of up to this many steps are
+/// planned once, on the stack, while they are validated; longer ones are
+/// validated in one pass and each step planned again when it runs.
+pub(crate) const INLINE_STEPS: usize = 8;
+
 pub(crate) fn word_bytes(bits: u8) -> usize {
     usize::from(bits.div_ceil(8)).next_power_of_two()
 }
