@@ -20,3 +20,4 @@ pub mod gpio;
 pub mod linux;
 pub mod regmap;
 pub mod spi;
+mod sync;

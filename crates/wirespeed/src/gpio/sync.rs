@@ -1,13 +1,10 @@
-//! The atomics and cell the removal guard uses: std's, or loom's when the
-//! crate is built with `--cfg loom` so the model checks the real code.
+//! The atomics and cell the removal guard uses: the crate's (std's, or
+//! loom's under `--cfg loom`, see `crate::sync`) plus an `UnsafeCell` and a
+//! back-off that follow loom's API in both builds.
 
+pub(crate) use crate::sync::{fence, AtomicBool, AtomicU8, AtomicUsize, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::cell::UnsafeCell;
-#[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU8, AtomicUsize, Ordering};
-
-#[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
 /// Backs off inside a remover's wait loop.
 #[cfg(loom)]

@@ -23,11 +23,11 @@ use super::exec::{
 use super::policy::Policy;
 use super::pump;
 use super::stats::{MessageRecord, Stats, StatsSnapshot};
-use super::sync::{
-    thread, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, TryLockError,
-};
 use super::wakeup::IrqCost;
 use super::SpiDevice;
+use crate::sync::{
+    thread, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, TryLockError,
+};
 use std::collections::VecDeque;
 use wirespeed_time::{now, Instant};
 

@@ -6,7 +6,7 @@
 //! record is gone once the thread's locals are (nothing is checked then).
 
 use super::bus::BusInner;
-use super::sync::thread_local;
+use crate::sync::thread_local;
 use std::cell::RefCell;
 
 thread_local! {

@@ -33,7 +33,6 @@ mod policy;
 mod prepared;
 mod pump;
 pub mod stats;
-mod sync;
 mod transfer;
 mod waits;
 mod wakeup;
@@ -48,9 +47,9 @@ pub use stats::StatsSnapshot;
 pub use transfer::{Data, Mode, Transfer};
 pub use wakeup::thread_wakeup_ns;
 
+use crate::sync::MutexGuard;
 use exec::DeviceState;
 use std::sync::Arc;
-use sync::MutexGuard;
 use wirespeed_time::now;
 
 /// One device on a bus. Cheap to clone; clones share the device.

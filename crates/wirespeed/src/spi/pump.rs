@@ -15,7 +15,7 @@ use super::controller::InFlight;
 use super::error::SpiError;
 use super::exec::{BusHw, DeviceState, MessageSource};
 use super::prepared::AsyncJob;
-use super::sync::{thread, thread_local, Arc, Condvar, Mutex, Ordering};
+use crate::sync::{thread, thread_local, Arc, Condvar, Mutex, Ordering};
 use std::ptr::NonNull;
 use std::time::Duration;
 use wirespeed_time::{now, Instant};

@@ -11,10 +11,7 @@
 
 use super::Cache;
 use crate::regmap::config::CacheType;
-#[cfg(loom)]
-use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-#[cfg(not(loom))]
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// One slot per register.
 #[derive(Debug)]

@@ -9,7 +9,7 @@
 mod histogram;
 mod shard;
 
-use super::sync::{thread_local, Arc, Mutex};
+use crate::sync::{thread_local, Arc, Mutex};
 pub use histogram::{LatencyHistogram, SIZE_BUCKETS};
 use shard::{Counter, Shard};
 

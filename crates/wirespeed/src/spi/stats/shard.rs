@@ -2,9 +2,9 @@
 //! update is a relaxed load and store — no atomic read-modify-write, no lock —
 //! and readers summing the shards see every completed update.
 
-use super::super::sync::{AtomicU64, Ordering};
 use super::histogram::{LatencyHistogram, LATENCY_BUCKETS, SIZE_BUCKETS};
 use super::StatsSnapshot;
+use crate::sync::{AtomicU64, Ordering};
 
 #[derive(Clone, Copy)]
 pub(super) enum Counter {

@@ -1,8 +1,9 @@
 //! The locks, condition variables, atomics, `Arc`, threads and thread-locals
-//! of the SPI core: std's, re-exported as they are, or loom's when the crate
-//! is built with `--cfg loom`, so that the loom model (`loom_model.rs`)
-//! checks the real caller/pump hand-off. Statics (id counters) stay std
-//! atomics: loom's cannot be built in a `const`.
+//! of the crate's shared-state code (the SPI core, the GPIO removal guard,
+//! the regmap flat cache): std's, re-exported as they are, or loom's when the
+//! crate is built with `--cfg loom`, so that the loom models check the real
+//! code (e.g. `spi/loom_model.rs`, the caller/pump hand-off). Statics (id
+//! counters) stay std atomics: loom's cannot be built in a `const`.
 //!
 //! Under loom, `Mutex` is a thin wrapper with the std calls the core uses
 //! (`clear_poison` is a no-op: a loom lock is never poisoned), and
@@ -11,7 +12,7 @@
 //! wakes a sleeper.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 #[cfg(not(loom))]
@@ -20,7 +21,7 @@ pub(crate) use std::thread;
 pub(crate) use std::thread_local;
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::{Arc, Condvar, MutexGuard};
 #[cfg(loom)]
