@@ -516,15 +516,16 @@ impl Regmap {
     }
 
     /// Registers per command at `reg`: as many as the format allows and, if
-    /// the bus limits its messages, as fit in one message with the command's
-    /// header and trailer (at least one: a register that cannot fit gets the
-    /// bus's `TooLong`).
-    fn burst_regs(&self, bus: &dyn RegmapBus, op: Op, reg: u32) -> usize {
+    /// the bus limits its messages to `limit` bytes (its
+    /// [`max_message_bytes`](RegmapBus::max_message_bytes), asked once per
+    /// operation), as fit in one message with the command's header and
+    /// trailer (at least one: a register that cannot fit gets the bus's `TooLong`).
+    fn burst_regs(&self, limit: Option<usize>, op: Op, reg: u32) -> usize {
         if !self.fmt.auto_increment() {
             return 1;
         }
         let mut bytes = self.fmt.max_data_bytes(reg);
-        if let Some(limit) = bus.max_message_bytes() {
+        if let Some(limit) = limit {
             let overhead = self.fmt.header(op, reg, self.val_bytes).as_slice().len() + self.fmt.trailer_len();
             bytes = bytes.min(limit.saturating_sub(overhead));
         }
@@ -536,10 +537,11 @@ impl Regmap {
     fn bus_read(&self, io: &mut Io, reg: u32, out: &mut [u32]) -> Result<(), RegmapError> {
         let vb = self.val_bytes;
         let tl = self.fmt.trailer_len();
+        let limit = io.bus.max_message_bytes();
         let mut done = 0;
         while done < out.len() {
             let r = reg + done as u32 * self.stride;
-            let n = self.burst_regs(&*io.bus, Op::Read, r).min(out.len() - done);
+            let n = self.burst_regs(limit, Op::Read, r).min(out.len() - done);
             let header = self.fmt.header(Op::Read, r, n * vb);
             io.buf.clear();
             io.buf.resize(n * vb + tl, 0);
@@ -640,14 +642,15 @@ impl Regmap {
     /// the pairs laid out up to each window in `io.runs`.
     fn build_windows(&self, io: &mut Io, pairs: &[(u32, u32)]) {
         let vb = self.val_bytes;
-        let (bus, buf, ends, runs) = (&*io.bus, &mut io.buf, &mut io.ends, &mut io.runs);
+        let limit = io.bus.max_message_bytes();
+        let (buf, ends, runs) = (&mut io.buf, &mut io.ends, &mut io.runs);
         buf.clear();
         ends.clear();
         runs.clear();
         let mut i = 0;
         while i < pairs.len() {
             let start = pairs[i].0;
-            let max_n = self.burst_regs(bus, Op::Write, start);
+            let max_n = self.burst_regs(limit, Op::Write, start);
             let mut n = 1;
             while i + n < pairs.len()
                 && n < max_n
