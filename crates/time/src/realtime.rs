@@ -453,7 +453,8 @@ impl Drop for FifoGuard {
         let _ = set_thread_policy(policy, prio);
         // Back at a normal policy the kernel may have reset the slack to the
         // thread's default; a realtime thread had none (0: nothing to set).
-        if self.previous_slack_ns > 0 && current_timer_slack_ns() != self.previous_slack_ns {
+        // Setting the slack it still has is harmless: no read to compare first.
+        if self.previous_slack_ns > 0 {
             // SAFETY: PR_SET_TIMERSLACK takes the slack as a plain value.
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, self.previous_slack_ns as libc::c_ulong, 0, 0, 0) };
         }
