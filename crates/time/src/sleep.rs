@@ -27,9 +27,10 @@ struct ThreadTimer {
 }
 
 impl ThreadTimer {
-    fn new() -> ThreadTimer {
-        // SAFETY: plain system calls; the descriptor is owned by ThreadTimer.
-        let (fd, pid) = unsafe { (libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC), libc::getpid()) };
+    /// A new timer for the calling thread of process `pid`.
+    fn new(pid: libc::pid_t) -> ThreadTimer {
+        // SAFETY: plain system call; the descriptor is owned by ThreadTimer.
+        let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
         ThreadTimer { fd: (fd >= 0).then_some(fd), pid }
     }
 }
@@ -55,7 +56,7 @@ fn thread_timer_fd(timer: &RefCell<Option<ThreadTimer>>) -> Option<libc::c_int> 
     // SAFETY: getpid cannot fail.
     let pid = unsafe { libc::getpid() };
     if !matches!(&*timer, Some(t) if t.pid == pid) {
-        *timer = Some(ThreadTimer::new());
+        *timer = Some(ThreadTimer::new(pid));
     }
     timer.as_ref().and_then(|t| t.fd)
 }
