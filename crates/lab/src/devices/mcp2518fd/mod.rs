@@ -353,13 +353,7 @@ impl CanNode for Node {
         if !matches!(c.mode, Mode::NormalFd | Mode::NormalCan20 | Mode::ExternalLoopback) || c.bus_inflight.is_some() {
             return None;
         }
-        let flags = c.int_flags;
-        let candidate = c.tx_candidate(at);
-        if c.int_flags != flags {
-            // A refused message (DLC beyond its payload) raised IVMIF.
-            c.update_pins(at);
-        }
-        let (m, slot, frame) = candidate?;
+        let (m, slot, frame) = c.tx_candidate(at)?;
         let token = c.token(m, slot);
         c.bus_inflight = Some(token);
         Some(TxRequest { frame, token, self_ack: c.mode == Mode::ExternalLoopback })

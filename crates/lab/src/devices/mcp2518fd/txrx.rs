@@ -90,6 +90,8 @@ impl Core {
             self.bdiag1 |= BDIAG1_DLCMM;
             self.int_flags |= INT_IVMIF;
             self.fifos[m].txreq = false;
+            // Refused wherever it was asked for (the bus or the internal loopback).
+            self.update_pins(at);
         }
     }
 
