@@ -157,6 +157,13 @@ fn a_driver_panic_fails_its_message_and_the_bus_carries_on() {
             assert_eq!(good.rx(0), Some(&[7u8; 4][..]), "the message queued behind it ran");
             // The same in the caller's thread (the sync fast path).
             assert!(matches!(dev.write(&[0xEE, 1]), Err(SpiError::Controller { .. })));
+            // The error names the transfer during which the driver panicked.
+            let mut rx = [0u8; 2];
+            let r = dev.sync(&mut [
+                wirespeed::spi::Transfer::duplex(&[1, 2], &mut rx),
+                wirespeed::spi::Transfer::write(&[0xEE, 2]),
+            ]);
+            assert!(matches!(r, Err(SpiError::Controller { index: 1, .. })), "{r:?}");
             let mut rx = [0u8; 2];
             dev.sync(&mut [wirespeed::spi::Transfer::duplex(&[1, 2], &mut rx)]).unwrap();
             assert_eq!(rx, [1, 2], "words of the failed message were left in the FIFO");

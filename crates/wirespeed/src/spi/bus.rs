@@ -116,6 +116,7 @@ impl BusInner {
         // waiter hangs on a dead pump, no lock stays poisoned, and the
         // hardware is put back in a known state first. Powering up is part
         // of the message: a panic there fails it, and the next one powers up again.
+        hw.transfer = 0;
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             if ensure_powered(hw) {
                 // Once per idle period: the pump re-arms its idle timer. Under the
@@ -128,8 +129,9 @@ impl BusInner {
             execute(hw, dev, &self.ctx(), msg, in_flight)
         }))
         .unwrap_or_else(|_| {
+            let index = hw.transfer;
             recover_from_panic(hw, dev);
-            Err(SpiError::Controller { index: 0, reason: DRIVER_PANICKED })
+            Err(SpiError::Controller { index, reason: DRIVER_PANICKED })
         });
         let end = now();
         in_flight.run();
@@ -276,6 +278,7 @@ impl Bus {
                 setup: None,
                 powered: true,
                 cs_held: None,
+                transfer: 0,
             }),
             caps,
             stats: Stats::new(policy.lockfree_stats),

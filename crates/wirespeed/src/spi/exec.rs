@@ -48,6 +48,9 @@ pub(crate) struct BusHw {
     pub powered: bool,
     /// A device whose CS was left active by `cs_change` on a message's last transfer.
     pub cs_held: Option<HeldCs>,
+    /// The transfer the running message is at: a panic in the driver fails
+    /// the message with this index.
+    pub transfer: usize,
 }
 
 impl std::fmt::Debug for BusHw {
@@ -242,6 +245,7 @@ fn run_steps<M: MessageSource + ?Sized>(
     let cfg = &dev.cfg;
     let n = msg.count();
     for i in 0..n {
+        hw.transfer = i;
         let st = msg.step(i, cfg, &hw.caps)?;
         let setup = (cfg.mode, st.speed_hz, st.bits);
         if !policy.skip_redundant_setup || hw.setup != Some(setup) {
