@@ -249,6 +249,29 @@ fn removal_while_cs_is_held_between_messages_stops_the_next_message() {
 }
 
 #[test]
+fn a_held_chip_select_that_cannot_be_released_fails_the_next_device_with_its_name() {
+    let b = board(Policy::fast());
+    let held = b.gpio_device(DeviceConfig::new(0, 20_000_000));
+    let native = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    held.sync(&mut [Transfer::write(&[REGFILE_WRITE, 0x20]).cs_change(None)]).unwrap();
+    b.gpio_hw.remove();
+    b.block.trace_start(1 << 12);
+    let err = native.write(&[0x77]).unwrap_err();
+    match &err {
+        SpiError::ChipSelect(t) => assert!(
+            t.contains("another device") && t.contains("cs_change") && t.contains(&format!("GPIO line {CS_LINE}")),
+            "the error must say whose select failed: {t}"
+        ),
+        other => panic!("expected a chip-select error, got {other:?}"),
+    }
+    assert!(b.block.trace_take().events.is_empty(), "nothing is sent while another device may still be selected");
+    // Reported once: the native device is not refused for ever because of a chip that has gone.
+    let mut echo = [0u8; 3];
+    native.sync(&mut [Transfer::duplex(&[1, 2, 3], &mut echo)]).unwrap();
+    assert_eq!(echo, [1, 2, 3]);
+}
+
+#[test]
 fn an_active_high_gpio_chip_select_selects_with_a_high_level() {
     // A device with an active-high CS: its CS input is the inverted pad (an
     // inverter on the board), so it is selected while the pad is high.

@@ -181,12 +181,26 @@ pub(crate) fn recover_from_panic(hw: &mut BusHw, dev: &DeviceState) {
 }
 
 /// Releases a CS left active by a previous message's final `cs_change`.
+/// If it cannot be driven, the error says that it was that other device's
+/// select (the message that needed it released fails, nothing sent); the
+/// bus then forgets it, so that later messages are not refused for ever
+/// because of a chip that has gone.
 pub(crate) fn release_held_cs(hw: &mut BusHw) -> Result<(), SpiError> {
     if let Some(held) = hw.cs_held.take() {
-        let t = drive_cs(hw, &held.cs, false, true)?;
+        let t = drive_cs(hw, &held.cs, false, true).map_err(held_cs_error)?;
         held.last_off.store(t.as_ns(), Ordering::Relaxed);
     }
     Ok(())
+}
+
+#[cold]
+fn held_cs_error(e: SpiError) -> SpiError {
+    match e {
+        SpiError::ChipSelect(why) => SpiError::ChipSelect(format!(
+            "the select of another device, left active by its message's final cs_change, could not be released: {why}"
+        )),
+        other => other,
+    }
 }
 
 /// Runs `msg` for `dev`. The message was validated before anything reaches
