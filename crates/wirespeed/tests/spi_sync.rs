@@ -3,7 +3,7 @@
 mod common;
 
 use common::{bench, irq_policy, poll_policy};
-use wirespeed::spi::{DeviceConfig, InvalidMessage, Policy, SpiError, Transfer};
+use wirespeed::spi::{DeviceConfig, InvalidMessage, OwnedTransfer, Policy, SpiError, Transfer};
 use wirespeed_lab::trace::{cs_high_gaps_ns, cs_windows};
 
 fn pattern(n: usize, seed: u8) -> Vec<u8> {
@@ -160,6 +160,10 @@ fn invalid_messages_are_rejected_and_send_nothing() {
         assert_eq!(err, SpiError::Invalid(want.clone()));
         assert!(!err.to_string().is_empty());
     }
+    // A prepared read too large to allocate is rejected too, not a panic.
+    let huge = dev.prepare(vec![OwnedTransfer::write(vec![1]), OwnedTransfer::read(usize::MAX)]).unwrap_err();
+    assert_eq!(huge, InvalidMessage::BufferTooLarge { index: 1, len: usize::MAX });
+    assert!(huge.to_string().contains("could not be allocated"), "{huge}");
     assert!(b.block.trace_take().events.is_empty(), "a rejected message must put nothing on the wire");
     assert_eq!(b.loopback.words(), 0);
     // A transfer's speed of 0 means "the device's speed"; a device of 0 Hz is rejected.

@@ -64,6 +64,14 @@ pub enum InvalidMessage {
     },
     /// A prepared message was run on a device it was not prepared for.
     WrongDevice,
+    /// A prepared message's RX buffer ([`OwnedTransfer::read`](super::OwnedTransfer::read))
+    /// could not be allocated.
+    BufferTooLarge {
+        /// Index of the transfer.
+        index: usize,
+        /// Requested length in bytes.
+        len: usize,
+    },
     /// A chip select the controller does not have.
     NoSuchChipSelect {
         /// Requested line.
@@ -113,6 +121,9 @@ impl fmt::Display for InvalidMessage {
             ),
             InvalidMessage::WrongDevice => {
                 write!(f, "this prepared message belongs to another device; prepare it with the device that runs it")
+            }
+            InvalidMessage::BufferTooLarge { index, len } => {
+                write!(f, "transfer {index}: an RX buffer of {len} bytes could not be allocated")
             }
             InvalidMessage::NoSuchChipSelect { cs, available } => {
                 write!(f, "chip select {cs} does not exist; the controller has {available} (0..{available})")

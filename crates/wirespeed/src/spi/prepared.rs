@@ -38,11 +38,27 @@ use std::fmt;
 use std::time::Duration;
 use wirespeed_time::{Deadline, Instant};
 
+impl Buffers {
+    fn data(&mut self) -> Data<'_> {
+        match self {
+            Buffers::Write(t) => Data::Write(t),
+            Buffers::Read(r) => Data::Read(r),
+            Buffers::Duplex(t, r) => Data::Duplex(t, r),
+            // Only before `OwnedTransfer::allocate`, which preparing runs first.
+            Buffers::ReadOf(_) => Data::Read(&mut []),
+        }
+    }
+}
+
 #[derive(Debug)]
 enum Buffers {
     Write(Vec<u8>),
     Read(Vec<u8>),
     Duplex(Vec<u8>, Vec<u8>),
+    /// An RX buffer of this many bytes, allocated when the message is
+    /// prepared (where a length that cannot be allocated is an error, not
+    /// a panic).
+    ReadOf(usize),
 }
 
 /// One transfer of a prepared message, owning its buffers.
@@ -79,9 +95,11 @@ impl OwnedTransfer {
     pub fn write(tx: Vec<u8>) -> OwnedTransfer {
         OwnedTransfer::new(Buffers::Write(tx))
     }
-    /// Receives `len` bytes.
+    /// Receives `len` bytes. The buffer is allocated by
+    /// [`SpiDevice::prepare`](super::SpiDevice::prepare), which fails with
+    /// [`InvalidMessage::BufferTooLarge`] if it cannot be.
     pub fn read(len: usize) -> OwnedTransfer {
-        OwnedTransfer::new(Buffers::Read(vec![0; len]))
+        OwnedTransfer::new(Buffers::ReadOf(len))
     }
     /// Sends `tx` and receives as many bytes.
     pub fn duplex(tx: Vec<u8>) -> OwnedTransfer {
@@ -90,12 +108,19 @@ impl OwnedTransfer {
     }
     super::transfer::transfer_options_builder!();
 
+    /// Allocates an RX buffer given only by its length.
+    fn allocate(&mut self, index: usize) -> Result<(), InvalidMessage> {
+        if let Buffers::ReadOf(len) = self.buffers {
+            let mut rx = Vec::new();
+            rx.try_reserve_exact(len).map_err(|_| InvalidMessage::BufferTooLarge { index, len })?;
+            rx.resize(len, 0);
+            self.buffers = Buffers::Read(rx);
+        }
+        Ok(())
+    }
+
     fn view(&mut self) -> Transfer<'_> {
-        let data = match &mut self.buffers {
-            Buffers::Write(t) => Data::Write(t),
-            Buffers::Read(r) => Data::Read(r),
-            Buffers::Duplex(t, r) => Data::Duplex(t, r),
-        };
+        let data = self.buffers.data();
         Transfer {
             data,
             speed_hz: self.speed_hz,
@@ -158,7 +183,7 @@ impl PreparedMessage {
         let steps = transfers
             .iter_mut()
             .enumerate()
-            .map(|(i, t)| plan_step(i, &t.view(), dev, caps))
+            .map(|(i, t)| t.allocate(i).and_then(|()| plan_step(i, &t.view(), dev, caps)))
             .collect::<Result<Vec<_>, _>>()?;
         let slot =
             Arc::new(Slot { state: Mutex::new(SlotState::default()), cv: Condvar::new(), bus: AtomicUsize::new(0) });
@@ -183,7 +208,7 @@ impl PreparedMessage {
     pub fn tx_mut(&mut self, i: usize) -> Option<&mut [u8]> {
         match &mut self.transfers.get_mut(i)?.buffers {
             Buffers::Write(t) | Buffers::Duplex(t, _) => Some(t),
-            Buffers::Read(_) => None,
+            Buffers::Read(_) | Buffers::ReadOf(_) => None,
         }
     }
 
@@ -191,7 +216,7 @@ impl PreparedMessage {
     pub fn rx(&self, i: usize) -> Option<&[u8]> {
         match &self.transfers.get(i)?.buffers {
             Buffers::Read(r) | Buffers::Duplex(_, r) => Some(r),
-            Buffers::Write(_) => None,
+            Buffers::Write(_) | Buffers::ReadOf(_) => None,
         }
     }
 
@@ -211,11 +236,7 @@ impl MessageSource for PreparedMessage {
     }
     #[inline]
     fn data(&mut self, i: usize) -> Data<'_> {
-        match &mut self.transfers[i].buffers {
-            Buffers::Write(t) => Data::Write(t),
-            Buffers::Read(r) => Data::Read(r),
-            Buffers::Duplex(t, r) => Data::Duplex(t, r),
-        }
+        self.transfers[i].buffers.data()
     }
 }
 
