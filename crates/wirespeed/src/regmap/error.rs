@@ -94,6 +94,13 @@ pub enum RegmapError {
         /// Register address.
         reg: u32,
     },
+    /// A register region whose first register lies above its last.
+    BadRegion {
+        /// First register given.
+        first: u32,
+        /// Last register given.
+        last: u32,
+    },
     /// The bus failed.
     Bus {
         /// First register of the access.
@@ -127,6 +134,9 @@ impl fmt::Display for RegmapError {
                 f,
                 "register {reg:#x} needs the device, but the map is cache-only (or the register is not cached)"
             ),
+            RegmapError::BadRegion { first, last } => {
+                write!(f, "region {first:#x}..={last:#x} is empty: its first register must not lie above its last")
+            }
             RegmapError::Bus { reg, error } => write!(f, "bus error accessing {reg:#x}: {error}"),
         }
     }

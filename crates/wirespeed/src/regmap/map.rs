@@ -252,7 +252,10 @@ impl Regmap {
 
     /// Reads `out.len()` adjacent registers from `reg`: from the cache when
     /// it holds them all, else from the device in as few commands as the
-    /// format allows (dirty cached values win over the device's).
+    /// format allows (dirty cached values win over the device's). On an
+    /// error, as with `std::io::Read::read_exact`, `out` may have been
+    /// partly written (values found in the cache, or read by commands that
+    /// succeeded before the bus failed); the cache is left as it was.
     pub fn bulk_read(&self, reg: u32, out: &mut [u32]) -> Result<(), RegmapError> {
         let idx0 = self.range(reg, out.len())?;
         let mut io = self.lock_io();
@@ -379,14 +382,16 @@ impl Regmap {
     }
 
     /// Forgets the cached values of `first..=last` (the next reads go to the
-    /// device). Dirty values in the region are discarded.
+    /// device). Dirty values in the region are discarded. A region whose
+    /// `first` lies above its `last` is [`RegmapError::BadRegion`].
     pub fn drop_region(&self, first: u32, last: u32) -> Result<(), RegmapError> {
         let a = self.slot(first)?;
         let b = self.slot(last)?;
-        let _io = self.lock_io();
-        if a <= b {
-            self.cache.drop_range(a, b);
+        if a > b {
+            return Err(RegmapError::BadRegion { first, last });
         }
+        let _io = self.lock_io();
+        self.cache.drop_range(a, b);
         Ok(())
     }
 

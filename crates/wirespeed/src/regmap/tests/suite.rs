@@ -284,6 +284,7 @@ fn typed_errors_change_nothing() {
         assert_eq!(r.map.read(0xFB), Err(RegmapError::NotReadable { reg: 0xFB }));
         assert_eq!(r.map.write(0xFD, 1), Err(RegmapError::NotWriteable { reg: 0xFD }));
         assert_eq!(r.map.write(0x20, 0x1FF), Err(RegmapError::ValueTooWide { reg: 0x20, value: 0x1FF, bits: 8 }));
+        assert_eq!(r.map.drop_region(0x2F, 0x20), Err(RegmapError::BadRegion { first: 0x2F, last: 0x20 }));
         assert_eq!(r.log.messages(), before, "{}", r.name);
         assert_eq!(r.map.read(0xFC).unwrap(), 0, "{}: read-only register reads", r.name);
     });
