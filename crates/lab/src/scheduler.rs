@@ -199,8 +199,8 @@ impl Margin {
 
 fn run(shared: &Shared, initial_margin_ns: u64) {
     RUNNING.with(|r| r.set(shared));
-    // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer argument.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    // The interrupt thread sleeps with a timer slack of 1 ns (DESIGN.md).
+    let _ = wirespeed_time::realtime::set_current_timer_slack_ns(1);
     let mut margin = Margin { late_ns: initial_margin_ns };
     let mut st = shared.state.lock().unwrap_or_else(|e| e.into_inner());
     loop {

@@ -329,9 +329,8 @@ pub fn setup(options: &RealtimeOptions) -> RealtimeReport {
         StepOutcome::Skipped
     };
     let timer_slack = if options.timer_slack {
-        // SAFETY: PR_SET_TIMERSLACK takes the slack as a plain value (0 would
-        // mean "back to the default", hence 1 ns).
-        StepOutcome::from_io(check(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) }))
+        // 1 ns: 0 would mean "back to the default".
+        StepOutcome::from_io(set_current_timer_slack_ns(1))
     } else {
         StepOutcome::Skipped
     };
@@ -455,8 +454,7 @@ impl Drop for FifoGuard {
         // thread's default; a realtime thread had none (0: nothing to set).
         // Setting the slack it still has is harmless: no read to compare first.
         if self.previous_slack_ns > 0 {
-            // SAFETY: PR_SET_TIMERSLACK takes the slack as a plain value.
-            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, self.previous_slack_ns as libc::c_ulong, 0, 0, 0) };
+            let _ = set_current_timer_slack_ns(self.previous_slack_ns);
         }
     }
 }
@@ -472,6 +470,17 @@ pub fn run_at_fifo<R>(priority: FifoPriority, f: impl FnOnce() -> R) -> Result<R
 /// Whether the calling thread runs under a realtime policy (FIFO or RR).
 pub fn current_thread_is_realtime() -> bool {
     matches!(thread_policy(), Ok((p, _)) if matches!(p & !libc::SCHED_RESET_ON_FORK, libc::SCHED_FIFO | libc::SCHED_RR))
+}
+
+/// Sets the calling thread's timer slack to `ns` nanoseconds
+/// (`PR_SET_TIMERSLACK`; 0 means the thread's default slack again). Only
+/// the calling thread changes. Kernels since 6.7 ignore it for realtime
+/// threads, whose slack is always 0.
+pub fn set_current_timer_slack_ns(ns: u64) -> std::io::Result<()> {
+    let slack = libc::c_ulong::try_from(ns).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: PR_SET_TIMERSLACK takes the slack as a plain value and touches
+    // no memory of ours.
+    check(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, slack, 0, 0, 0) })
 }
 
 /// The calling thread's timer slack in nanoseconds (`PR_GET_TIMERSLACK`).
@@ -567,8 +576,7 @@ mod tests {
         // Kernels since 6.7 zero a realtime thread's slack and, when it goes
         // back to SCHED_OTHER, give it the default slack, not the one it had.
         std::thread::spawn(|| {
-            // SAFETY: PR_SET_TIMERSLACK on the calling thread only.
-            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 5_000_000 as libc::c_ulong, 0, 0, 0) };
+            set_current_timer_slack_ns(5_000_000).unwrap();
             assert_eq!(current_timer_slack_ns(), 5_000_000);
             if let Ok(g) = FifoGuard::enter(FifoPriority::MIN) {
                 drop(g);
@@ -583,8 +591,7 @@ mod tests {
     fn timer_slack_is_reported_beyond_two_seconds() {
         // PR_GET_TIMERSLACK returns a long; glibc's prctl() an int.
         std::thread::spawn(|| {
-            // SAFETY: PR_SET_TIMERSLACK on the calling thread only.
-            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 3_000_000_000 as libc::c_ulong, 0, 0, 0) };
+            set_current_timer_slack_ns(3_000_000_000).unwrap();
             assert_eq!(current_timer_slack_ns(), 3_000_000_000);
         })
         .join()

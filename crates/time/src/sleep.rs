@@ -200,8 +200,7 @@ mod tests {
         // fires on time. The median of several sleeps: one wake-up on a
         // loaded machine may be late either way.
         std::thread::spawn(|| {
-            // SAFETY: PR_SET_TIMERSLACK on the calling thread only.
-            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 5_000_000 as libc::c_ulong, 0, 0, 0) };
+            crate::realtime::set_current_timer_slack_ns(5_000_000).unwrap();
             let mut over: Vec<u64> = (0..21)
                 .map(|_| {
                     let at = now().add_ns(200_000);

@@ -240,11 +240,9 @@ mod tests {
     fn a_slack_of_more_than_four_seconds_is_not_low() {
         // glibc's prctl() returns an int: 2^32 + 1 ns read back as 1 ns.
         std::thread::spawn(|| {
-            // SAFETY: PR_SET_TIMERSLACK on the calling thread only.
-            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, (1u64 << 32) + 1, 0, 0, 0) };
+            crate::realtime::set_current_timer_slack_ns((1u64 << 32) + 1).unwrap();
             assert_eq!(current_class(), Class::Normal);
-            // SAFETY: as above.
-            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+            crate::realtime::set_current_timer_slack_ns(1).unwrap();
             assert_eq!(current_class(), Class::LowSlack);
         })
         .join()
