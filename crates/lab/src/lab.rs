@@ -3,6 +3,7 @@
 use crate::gpio::{GpioChip, GpioChipConfig};
 use crate::scheduler::Scheduler;
 use crate::spi::{SpiController, SpiControllerConfig};
+use crate::start_error::LabStartError;
 
 /// Settings shared by every block of a lab.
 #[derive(Clone, Debug, Default)]
@@ -25,8 +26,24 @@ pub struct Lab {
 
 impl Lab {
     /// A new lab with its own interrupt thread.
+    ///
+    /// # Panics
+    /// If the interrupt thread cannot be created (the process is out of
+    /// threads or memory), as [`std::thread::spawn`] does;
+    /// [`try_new`](Lab::try_new) returns that as an error.
     pub fn new(config: LabConfig) -> Lab {
-        Lab { config, scheduler: Scheduler::start("lab-irq") }
+        Lab::try_new(config).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A new lab with its own interrupt thread, or why that thread could not
+    /// be started.
+    pub fn try_new(config: LabConfig) -> Result<Lab, LabStartError> {
+        Lab::try_new_with(config, std::thread::Builder::new())
+    }
+
+    /// [`Lab::try_new`] with the interrupt thread made by `builder`.
+    fn try_new_with(config: LabConfig, builder: std::thread::Builder) -> Result<Lab, LabStartError> {
+        Ok(Lab { config, scheduler: Scheduler::try_start_with(builder, "lab-irq")? })
     }
 
     /// The lab's settings.
@@ -47,5 +64,29 @@ impl Lab {
     /// Adds a GPIO chip block to the board.
     pub fn gpio_chip(&self, config: GpioChipConfig) -> GpioChip {
         GpioChip::new(self, config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+    use wirespeed_time::now;
+
+    #[test]
+    fn a_lab_whose_interrupt_thread_cannot_start_is_an_error_not_a_panic() {
+        // A stack larger than any address space: pthread_create fails,
+        // deterministically and for this thread only.
+        let no_stack = std::thread::Builder::new().stack_size(1 << 50);
+        let e = Lab::try_new_with(LabConfig::default(), no_stack).expect_err("an interrupt thread with no stack");
+        assert_eq!(e.thread, "lab-irq");
+        assert!(e.to_string().contains("cannot start the lab's interrupt thread \"lab-irq\""), "{e}");
+        assert!(std::error::Error::source(&e).is_some());
+        // Where the thread can start, the lab starts and delivers its events.
+        let lab = Lab::try_new(LabConfig::default()).expect("the interrupt thread starts");
+        let (tx, rx) = mpsc::channel();
+        lab.scheduler().schedule(now(), move |_| tx.send(()).unwrap());
+        assert!(rx.recv_timeout(Duration::from_secs(5)).is_ok(), "the lab's interrupt thread runs no events");
     }
 }

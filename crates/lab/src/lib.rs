@@ -34,9 +34,11 @@ mod pin;
 mod scheduler;
 pub mod spi;
 mod spin;
+mod start_error;
 pub mod trace;
 
 pub use irq::IrqLine;
 pub use lab::{Lab, LabConfig};
 pub use pin::{Pin, PinSink};
 pub use scheduler::{Scheduler, SchedulerWatch, TimerId};
+pub use start_error::LabStartError;

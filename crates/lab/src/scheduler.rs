@@ -9,6 +9,7 @@
 //! which wakes the software waiting on it. That wake-up is a real thread
 //! wake-up, as an interrupt is on a real system.
 
+use crate::start_error::LabStartError;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
@@ -90,12 +91,28 @@ impl fmt::Debug for Scheduler {
 
 impl Scheduler {
     /// Starts an interrupt thread named `name`.
+    ///
+    /// # Panics
+    /// If the thread cannot be created (the process is out of threads or
+    /// memory), as [`std::thread::spawn`] does; [`try_start`](Scheduler::try_start)
+    /// returns that as an error.
     pub fn start(name: &str) -> Scheduler {
-        Scheduler::start_with_margin(name, Margin::INITIAL_NS)
+        Scheduler::try_start(name).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// [`Scheduler::start`] with the wake-up margin's starting estimate.
-    fn start_with_margin(name: &str, initial_margin_ns: u64) -> Scheduler {
+    /// Starts an interrupt thread named `name`, or says why it could not be created.
+    pub fn try_start(name: &str) -> Result<Scheduler, LabStartError> {
+        Scheduler::try_start_with(std::thread::Builder::new(), name)
+    }
+
+    /// [`Scheduler::try_start`] on a thread `builder` makes (this names it):
+    /// a test can hand it a builder whose thread cannot be created.
+    pub(crate) fn try_start_with(builder: std::thread::Builder, name: &str) -> Result<Scheduler, LabStartError> {
+        Scheduler::spawn(builder, name, Margin::INITIAL_NS)
+    }
+
+    /// Starts the thread with the wake-up margin's starting estimate.
+    fn spawn(builder: std::thread::Builder, name: &str, initial_margin_ns: u64) -> Result<Scheduler, LabStartError> {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
@@ -103,12 +120,12 @@ impl Scheduler {
             spinning: AtomicBool::new(false),
         });
         let worker = shared.clone();
-        let thread = std::thread::Builder::new()
+        let thread = builder
             .name(name.to_owned())
             .spawn(move || run(&worker, initial_margin_ns))
-            .expect("the lab cannot start its interrupt thread");
+            .map_err(|source| LabStartError { thread: name.to_owned(), source })?;
         let owner = Arc::new(Owner { shared: shared.clone(), thread: Some(thread) });
-        Scheduler { shared, _owner: owner }
+        Ok(Scheduler { shared, _owner: owner })
     }
 
     /// Runs `task` on the interrupt thread at `at` (at once if `at` has passed).
@@ -298,7 +315,7 @@ mod tests {
     fn an_event_scheduled_while_the_thread_spins_runs_without_waiting_for_the_spin() {
         // A 5 ms margin, so that the spins are long enough to be seen even
         // on a loaded machine (no timed sleep here moves the estimate).
-        let s = Scheduler::start_with_margin("test-irq", 5_000_000);
+        let s = Scheduler::spawn(std::thread::Builder::new(), "test-irq", 5_000_000).unwrap();
         let (mut caught, mut on_time) = (0, 0);
         for _ in 0..200 {
             if caught == 10 {
