@@ -2,7 +2,7 @@
 
 use crate::gpio::{GpioChip, GpioChipConfig};
 use crate::scheduler::Scheduler;
-use crate::spi::{SpiController, SpiControllerConfig};
+use crate::spi::{SpiConfigError, SpiController, SpiControllerConfig};
 use crate::start_error::LabStartError;
 
 /// Settings shared by every block of a lab.
@@ -57,7 +57,17 @@ impl Lab {
     }
 
     /// Adds an SPI controller block to the board.
+    ///
+    /// # Panics
+    /// If no block can have `config` (see [`SpiControllerConfig::validate`]);
+    /// [`try_spi_controller`](Lab::try_spi_controller) returns that as an error.
     pub fn spi_controller(&self, config: SpiControllerConfig) -> SpiController {
+        self.try_spi_controller(config).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Adds an SPI controller block to the board, or says why no block can
+    /// have `config`.
+    pub fn try_spi_controller(&self, config: SpiControllerConfig) -> Result<SpiController, SpiConfigError> {
         SpiController::new(self, config)
     }
 

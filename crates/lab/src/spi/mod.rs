@@ -6,6 +6,7 @@
 //! chip select ([`SpiController::attach`]) or behind a GPIO chip select
 //! ([`SpiController::attach_external_cs`]).
 
+mod config;
 mod model;
 pub mod regs;
 #[cfg(test)]
@@ -17,6 +18,7 @@ use crate::pin::PinSink;
 use crate::scheduler::Scheduler;
 use crate::spin::{SpinGuard, SpinLock};
 use crate::trace::Trace;
+pub use config::{SpiConfigError, SpiControllerConfig};
 use model::Model;
 use std::fmt;
 use std::sync::{Arc, Weak};
@@ -29,27 +31,6 @@ pub trait SpiDeviceModel: Send {
     /// One word of `bits` bits shifted, starting at `at`: the device receives
     /// `mosi` and returns what it drove on MISO during the same clocks.
     fn exchange(&mut self, mosi: u32, bits: u8, at: Instant) -> u32;
-}
-
-/// Static properties of a controller block.
-#[derive(Clone, Debug)]
-pub struct SpiControllerConfig {
-    /// Name, for traces and errors.
-    pub name: &'static str,
-    /// TX and RX FIFO depth in bytes (each).
-    pub fifo_bytes: u32,
-    /// Native chip-select lines.
-    pub num_cs: u8,
-    /// Input clock; SCLK = this / CLKDIV.
-    pub base_clock_hz: u64,
-    /// Time from `PWR.ON` to `STATUS.READY`, in ns.
-    pub power_up_ns: u64,
-}
-
-impl Default for SpiControllerConfig {
-    fn default() -> Self {
-        SpiControllerConfig { name: "spi0", fifo_bytes: 64, num_cs: 4, base_clock_hz: 200_000_000, power_up_ns: 20_000 }
-    }
 }
 
 pub(crate) struct Shared {
@@ -91,7 +72,8 @@ impl fmt::Debug for SpiController {
 }
 
 impl SpiController {
-    pub(crate) fn new(lab: &Lab, config: SpiControllerConfig) -> SpiController {
+    pub(crate) fn new(lab: &Lab, config: SpiControllerConfig) -> Result<SpiController, SpiConfigError> {
+        config.validate()?;
         let shared = Arc::new(Shared {
             model: SpinLock::new(Model::new(&config, lab)),
             irq: IrqLine::new(config.name),
@@ -99,7 +81,7 @@ impl SpiController {
             config: config.clone(),
             scheduler: lab.scheduler().clone(),
         });
-        SpiController { shared }
+        Ok(SpiController { shared })
     }
 
     fn lock(&self) -> SpinGuard<'_, Model> {

@@ -215,3 +215,67 @@ fn asserting_a_chip_select_the_block_does_not_have_is_refused() {
     assert_eq!(block.read(STATUS) & STATUS_ERR, 0);
     assert_eq!(block.read(CS), 7);
 }
+
+#[test]
+fn a_block_no_hardware_could_have_is_refused_with_what_is_allowed() {
+    let lab = Lab::new(LabConfig::default());
+    let build = |c: SpiControllerConfig| lab.try_spi_controller(c).map(|_| ());
+    let d = SpiControllerConfig::default;
+    let (max_fifo, max_clock) = (SpiControllerConfig::MAX_FIFO_BYTES, u64::from(u32::MAX));
+    let refused = [
+        // No FIFO: not one word could be pushed, so no transfer could start.
+        (SpiControllerConfig { fifo_bytes: 0, ..d() }, SpiConfigError::FifoBytes { fifo_bytes: 0 }),
+        (
+            SpiControllerConfig { fifo_bytes: max_fifo + 1, ..d() },
+            SpiConfigError::FifoBytes { fifo_bytes: max_fifo + 1 },
+        ),
+        // Its FIFOs' memory used to be set aside up front: the process aborted.
+        (SpiControllerConfig { fifo_bytes: u32::MAX, ..d() }, SpiConfigError::FifoBytes { fifo_bytes: u32::MAX }),
+        (SpiControllerConfig { base_clock_hz: 0, ..d() }, SpiConfigError::BaseClock { base_clock_hz: 0 }),
+        (
+            SpiControllerConfig { base_clock_hz: max_clock + 1, ..d() },
+            SpiConfigError::BaseClock { base_clock_hz: max_clock + 1 },
+        ),
+    ];
+    for (config, want) in refused {
+        assert_eq!(build(config), Err(want));
+    }
+    let e = SpiConfigError::FifoBytes { fifo_bytes: 0 }.to_string();
+    assert!(e.contains("FIFO of 0 bytes") && e.contains(&format!("allowed: 1..={max_fifo}")), "{e}");
+    let e = SpiConfigError::BaseClock { base_clock_hz: 0 }.to_string();
+    assert!(e.contains("clock of 0 Hz") && e.contains(&format!("allowed: 1..={max_clock} Hz")), "{e}");
+    // The limits themselves are blocks.
+    assert_eq!(build(SpiControllerConfig { fifo_bytes: 1, ..d() }), Ok(()));
+    assert_eq!(build(SpiControllerConfig { fifo_bytes: max_fifo, ..d() }), Ok(()));
+    assert_eq!(build(SpiControllerConfig { base_clock_hz: 1, ..d() }), Ok(()));
+    assert_eq!(build(SpiControllerConfig { base_clock_hz: max_clock, ..d() }), Ok(()));
+}
+
+#[test]
+fn a_one_byte_fifo_shifts_bytes_and_refuses_a_wider_word_at_its_push() {
+    let spi = SpiControllerConfig { fifo_bytes: 1, ..SpiControllerConfig::default() };
+    let (_lab, block) = block_with(LabConfig::default(), spi);
+    block.write(XFERLEN, 1);
+    block.write(TXDATA, 0xA5);
+    block.write(START, START_GO);
+    assert_eq!(wait_done(&block) & (STATUS_DONE | STATUS_ERR), STATUS_DONE);
+    assert_eq!(block.read(RXDATA), 0xA5);
+    // A 16-bit word does not fit: its push is an error at once.
+    block.write(CTRL, CTRL_EN | (15 << CTRL_BPW_SHIFT));
+    block.write(TXDATA, 0xBEEF);
+    assert_eq!(block.read(STATUS) & (STATUS_ERR | STATUS_BUSY), STATUS_ERR);
+}
+
+#[test]
+fn a_block_without_native_chip_selects_serves_a_device_on_an_external_one() {
+    let lab = Lab::new(LabConfig::default());
+    let spi = SpiControllerConfig { num_cs: 0, power_up_ns: 0, ..SpiControllerConfig::default() };
+    let block = lab.try_spi_controller(spi).expect("GPIO chip selects only");
+    let cs = block.attach_external_cs(Loopback::new());
+    cs.drive(false, now());
+    block.write(XFERLEN, 1);
+    block.write(TXDATA, 0x3C);
+    block.write(START, START_GO);
+    assert_eq!(wait_done(&block) & (STATUS_DONE | STATUS_ERR), STATUS_DONE);
+    assert_eq!(block.read(RXDATA), 0x3C, "the loopback answered on its external chip select");
+}
