@@ -341,3 +341,43 @@ fn the_slowest_speed_allowed_is_not_exceeded_by_the_slowest_clock() {
     let div = u64::from(caps.divider(min));
     assert!(base_hz <= u64::from(min) * div, "{min} Hz asked, {base_hz} / {div} Hz run");
 }
+
+#[test]
+fn word_sizes_wider_than_the_fifo_are_refused_not_left_to_time_out() {
+    use common::within;
+    use std::time::Duration;
+    use wirespeed::backend::lab::LabSpi;
+    use wirespeed::spi::Bus;
+    use wirespeed_lab::spi::SpiControllerConfig;
+    use wirespeed_lab::{devices::Loopback, Lab, LabConfig};
+    // A transfer of words wider than the FIFO used to spin until its 200 ms
+    // timeout: this must end well before the limit.
+    within(Duration::from_secs(10), "a transfer of words wider than the FIFO hung", || {
+        let board = |fifo_bytes: u32, policy: Policy| {
+            let lab = Lab::new(LabConfig::default());
+            let block = lab.spi_controller(SpiControllerConfig { fifo_bytes, ..Default::default() });
+            let loopback = Loopback::new();
+            block.attach(0, loopback.clone());
+            (lab, Bus::new(LabSpi::new(block), policy), loopback)
+        };
+        let (b8, b16, b32) = (1u32 << 7, 1u32 << 15, 1u32 << 31);
+        for (fifo_bytes, mask) in [(1, b8), (2, b8 | b16), (3, b8 | b16), (4, b8 | b16 | b32), (64, b8 | b16 | b32)] {
+            let (_lab, bus, _) = board(fifo_bytes, poll_policy());
+            assert_eq!(bus.caps().bits_per_word_mask, mask, "word sizes of a {fifo_bytes}-byte FIFO");
+        }
+        for policy in [poll_policy(), irq_policy()] {
+            let (_lab, bus, loopback) = board(1, policy);
+            let refused = |index| InvalidMessage::UnsupportedBitsPerWord { index, bits: 16, supported_mask: b8 };
+            assert_eq!(bus.device(DeviceConfig::new(0, 20_000_000).bits_per_word(16)).err(), Some(refused(None)));
+            let dev = bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+            let r = dev.sync(&mut [Transfer::write(&[1, 2]).bits_per_word(16)]);
+            assert_eq!(r, Err(SpiError::Invalid(refused(Some(0)))));
+            assert_eq!(loopback.words(), 0, "nothing reached the wire");
+            // Bytes still go through, one at a time.
+            let tx = pattern(9, 3);
+            let mut rx = [0u8; 9];
+            dev.sync(&mut [Transfer::duplex(&tx, &mut rx)]).unwrap();
+            assert_eq!(rx[..], tx[..]);
+        }
+    });
+}

@@ -33,6 +33,13 @@ fn word_bytes(bits: u8) -> usize {
     usize::from(bits.div_ceil(8)).next_power_of_two()
 }
 
+/// The word sizes the block shifts (8, 16 and 32 bits) whose word fits its
+/// FIFO: a wider word can never be pushed, so a transfer of such words would
+/// only wait for its timeout.
+fn bits_per_word_mask(fifo_bytes: usize) -> u32 {
+    [8u8, 16, 32].into_iter().filter(|&b| word_bytes(b) <= fifo_bytes).fold(0, |mask, b| mask | 1 << (b - 1))
+}
+
 /// Reads word `i` of a TX buffer (native endianness, as Linux spidev buffers).
 #[inline]
 fn tx_word(buf: &[u8], i: usize, wb: usize) -> u32 {
@@ -74,8 +81,7 @@ impl LabSpi {
             min_speed_hz: base_hz.div_ceil(max_div).max(1) as u32,
             clock: ClockModel::Divider { base_hz, min_div: 2, max_div: max_div as u32 },
             fifo_bytes: fifo_bytes as u32,
-            // 8, 16 and 32 bits per word.
-            bits_per_word_mask: (1 << 7) | (1 << 15) | (1 << 31),
+            bits_per_word_mask: bits_per_word_mask(fifo_bytes),
             // CS names a line in 4 bits: a block configured with more lines
             // can select only the first 16.
             num_cs: cfg.num_cs.min(regs::CS_LINE_MASK as u8 + 1),
