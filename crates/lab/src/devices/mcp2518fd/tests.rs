@@ -658,6 +658,43 @@ fn tx_object_whose_dlc_exceeds_its_payload_is_not_sent() {
 }
 
 #[test]
+fn in_internal_loopback_a_tx_object_whose_dlc_exceeds_its_payload_raises_ivmif_and_int() {
+    // The refusal above, in internal loopback mode (no bus: the device
+    // transmits to itself): nothing is looped back, IVMIF and DLCMM are set,
+    // TXREQ is cleared, and INT falls at the instant of the refusal, when
+    // the message would have started (TXREQ + tx_start_delay_ns). The SPI
+    // write that set TXREQ drives the pins too, at its own instant: only the
+    // edge's stamp tells that the refusal drove INT, not that write.
+    let mut t = T::new();
+    t.ready();
+    setup_fifos(&mut t); // TXQ: 8-byte payloads; FIFO 1 receives every frame
+    t.write(C1INT, INT_IVMIF << 16);
+    t.set_mode(MODE_INTERNAL_LOOPBACK);
+    let edges = Arc::new(Edges(Mutex::new(Vec::new())));
+    t.dev.int_pin().connect(edges.clone(), now());
+    let ua = t.read(C1TXQUA) as u16;
+    let flags = 15 | OBJ_FLAGS_FDF; // DLC 15: 64 bytes
+    let mut b = vec![0x20 | ((0x400 + ua) >> 8) as u8, (0x400 + ua) as u8];
+    b.extend(0x123u32.to_le_bytes());
+    b.extend(flags.to_le_bytes());
+    b.extend([0xA5; 8]);
+    t.xfer(&b);
+    t.write_byte(C1TXQCON + 1, ((FIFOCON_UINC | FIFOCON_TXREQ) >> 8) as u8);
+    let requested = t.t;
+    t.wait_for(|t| !t.dev.int_pin().is_high());
+    let refused_at = requested.add_ns(t.dev.config().tx_start_delay_ns);
+    let falls: Vec<Instant> = edges.0.lock().unwrap().iter().filter(|(high, _)| !high).map(|e| e.1).collect();
+    assert_eq!(falls, vec![refused_at], "INT falls once, at the refusal");
+    assert_ne!(t.read(C1INT) & INT_IVMIF, 0);
+    assert_ne!(t.read(C1BDIAG1) & BDIAG1_DLCMM, 0);
+    assert_eq!(t.read(C1TXREQ), 0, "TXREQ cleared");
+    std::thread::sleep(Duration::from_millis(2));
+    assert_eq!(t.read(C1RXIF), 0, "nothing looped back");
+    assert_eq!(t.read(C1TEFSTA) & TEFSTA_TEFNEIF, 0, "no TEF entry");
+    assert_eq!(t.dev.stats().tx_frames, 0);
+}
+
+#[test]
 fn a_sent_message_is_not_offered_again_while_its_completion_is_being_stored() {
     // A store delay (10 µs) longer than the intermission (3 µs at 1 Mbit/s):
     // the next arbitration comes before the TEF entry is written.
