@@ -262,7 +262,7 @@ pub fn run(opts: &GpioOptions) -> Result<GpioReport, String> {
     if opts.spi.rounds != 0 {
         opts.spi.validate()?;
     }
-    let lab = Lab::new(LabConfig::default());
+    let lab = Lab::try_new(LabConfig::default()).map_err(|e| e.to_string())?;
     let rigs = (0..HEAP_PLACEMENTS).map(|k| spaced(k, || Rig::new(&lab, opts.probe))).collect::<Vec<Spaced<_>>>();
     let rigs = rigs.iter().map(|r| r.value.as_ref().map_err(Clone::clone)).collect::<Result<Vec<&Rig>, String>>()?;
     // Warm-up: one short slice of each guard on each rig.

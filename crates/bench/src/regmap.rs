@@ -109,7 +109,7 @@ pub fn run(opts: &RegmapOptions) -> Result<RegmapReport, String> {
     }
     let policy = Policy::by_name(&opts.policy)
         .ok_or_else(|| format!("unknown policy {:?}: use fast or classic", opts.policy))?;
-    let lab = Lab::new(LabConfig::default());
+    let lab = Lab::try_new(LabConfig::default()).map_err(|e| e.to_string())?;
     let block = lab.spi_controller(Default::default());
     let regfile = RegFile::new(256);
     block.attach(0, regfile.clone());

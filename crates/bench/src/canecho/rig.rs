@@ -81,7 +81,7 @@ pub struct Traffic {
 
 impl Rig {
     pub fn new(policy: Policy, name: &'static str, t: &Traffic, record: usize) -> Result<Rig, String> {
-        let lab = Lab::new(LabConfig::default());
+        let lab = Lab::try_new(LabConfig::default()).map_err(|e| e.to_string())?;
         let can =
             CanBus::new(&lab, "can0", BitRates::new(t.bitrate, t.bitrate.max(2_000_000))).map_err(|e| e.to_string())?;
         let rec = Recorder::attach(&can, record);
@@ -101,7 +101,7 @@ impl Rig {
                 &RequestConfig::new("mcp2518fd-int").line(INT_LINE, LineSettings::input().edge(Edge::Falling)),
             )
             .map_err(|e| e.to_string())?;
-        let spi_bus = SpiBus::new(LabSpi::new(block.clone()), policy);
+        let spi_bus = SpiBus::try_new(LabSpi::new(block.clone()), policy).map_err(|e| e.to_string())?;
         let dcfg = mcp251xfd::device_config(0, Mcp2518fdConfig::default().osc_hz as u32);
         let spi = spi_bus.device(dcfg).map_err(|e| e.to_string())?;
         let id = CanId::Standard(t.id);

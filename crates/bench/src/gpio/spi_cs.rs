@@ -111,7 +111,7 @@ impl SpiCsOptions {
 /// Runs the SPI part.
 pub fn run(opts: &SpiCsOptions) -> Result<SpiCsFigures, String> {
     opts.validate()?;
-    let lab = Lab::new(LabConfig::default());
+    let lab = Lab::try_new(LabConfig::default()).map_err(|e| e.to_string())?;
     let block = lab.spi_controller(Default::default());
     let native_dev = Loopback::new();
     let gpio_dev = Loopback::new();
@@ -157,7 +157,7 @@ pub fn run(opts: &SpiCsOptions) -> Result<SpiCsFigures, String> {
 
 /// Median ns per edge of a `GpioCs` and of a bare line request, interleaved.
 fn lock_cost(sets: u64) -> Result<(f64, f64), String> {
-    let lab = Lab::new(LabConfig::default());
+    let lab = Lab::try_new(LabConfig::default()).map_err(|e| e.to_string())?;
     let hw = lab.gpio_chip(GpioChipConfig { lines: 8, ..GpioChipConfig::default() });
     let chip = open(&hw).map_err(|e| format!("opening the lab chip: {e}"))?;
     let cs = GpioCs::request(&chip, 3, "bench-cs", CsPolarity::ActiveLow).map_err(|e| format!("CS line: {e}"))?;

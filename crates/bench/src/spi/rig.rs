@@ -24,7 +24,7 @@ pub struct Rig {
 
 impl Rig {
     pub fn new(policy: Policy, hz: u32, instant_wire: bool) -> Result<Rig, String> {
-        let lab = Lab::new(LabConfig { instant_wire, ..LabConfig::default() });
+        let lab = Lab::try_new(LabConfig { instant_wire, ..LabConfig::default() }).map_err(|e| e.to_string())?;
         let block = lab.spi_controller(Default::default());
         block.attach(0, Loopback::new());
         let bus = Bus::try_new(LabSpi::new(block.clone()), policy).map_err(|e| e.to_string())?;
