@@ -627,6 +627,19 @@ fn rx_payload_longer_than_the_object_is_truncated_and_flagged_invalid() {
     assert_eq!(t.dev.peek_ram(usize::from(ua) + 20, 8), vec![0; 8]);
 }
 
+/// Writes a TX object claiming DLC 15 (64 bytes) into the TXQ, whose
+/// objects hold 8 (as `setup_fifos` makes it), and requests it.
+fn request_tx_of_a_dlc_beyond_the_payload(t: &mut T) {
+    let ua = t.read(C1TXQUA) as u16;
+    let flags = 15 | OBJ_FLAGS_FDF;
+    let mut b = vec![0x20 | ((0x400 + ua) >> 8) as u8, (0x400 + ua) as u8];
+    b.extend(0x123u32.to_le_bytes());
+    b.extend(flags.to_le_bytes());
+    b.extend([0xA5; 8]);
+    t.xfer(&b);
+    t.write_byte(C1TXQCON + 1, ((FIFOCON_UINC | FIFOCON_TXREQ) >> 8) as u8);
+}
+
 #[test]
 fn tx_object_whose_dlc_exceeds_its_payload_is_not_sent() {
     // Reference manual, "Mismatch of DLC and payload size during
@@ -639,14 +652,7 @@ fn tx_object_whose_dlc_exceeds_its_payload_is_not_sent() {
     t.write(C1INT, INT_IVMIF << 16);
     t.set_mode(MODE_NORMAL_FD);
     let _peer = Generator::attach(&bus, "peer", GeneratorConfig { count: 0, ..Default::default() }).unwrap();
-    let ua = t.read(C1TXQUA) as u16;
-    let flags = 15 | OBJ_FLAGS_FDF; // DLC 15: 64 bytes
-    let mut b = vec![0x20 | ((0x400 + ua) >> 8) as u8, (0x400 + ua) as u8];
-    b.extend(0x123u32.to_le_bytes());
-    b.extend(flags.to_le_bytes());
-    b.extend([0xA5; 8]);
-    t.xfer(&b);
-    t.write_byte(C1TXQCON + 1, ((FIFOCON_UINC | FIFOCON_TXREQ) >> 8) as u8);
+    request_tx_of_a_dlc_beyond_the_payload(&mut t);
     // INT falls when the message is refused, not at the next SPI access.
     t.wait_for(|t| !t.dev.int_pin().is_high());
     assert_ne!(t.read(C1INT) & INT_IVMIF, 0);
@@ -672,14 +678,7 @@ fn in_internal_loopback_a_tx_object_whose_dlc_exceeds_its_payload_raises_ivmif_a
     t.set_mode(MODE_INTERNAL_LOOPBACK);
     let edges = Arc::new(Edges(Mutex::new(Vec::new())));
     t.dev.int_pin().connect(edges.clone(), now());
-    let ua = t.read(C1TXQUA) as u16;
-    let flags = 15 | OBJ_FLAGS_FDF; // DLC 15: 64 bytes
-    let mut b = vec![0x20 | ((0x400 + ua) >> 8) as u8, (0x400 + ua) as u8];
-    b.extend(0x123u32.to_le_bytes());
-    b.extend(flags.to_le_bytes());
-    b.extend([0xA5; 8]);
-    t.xfer(&b);
-    t.write_byte(C1TXQCON + 1, ((FIFOCON_UINC | FIFOCON_TXREQ) >> 8) as u8);
+    request_tx_of_a_dlc_beyond_the_payload(&mut t);
     let requested = t.t;
     t.wait_for(|t| !t.dev.int_pin().is_high());
     let refused_at = requested.add_ns(t.dev.config().tx_start_delay_ns);
