@@ -10,6 +10,47 @@
 //! - [`SpiDevice::sync`] runs in the caller's thread when the bus is idle;
 //!   [`SpiDevice::submit`] queues to the pump thread and returns a [`Pending`].
 //!
+//! # Quick start
+//! On the lab (the default backend), with a loopback device on CS 0:
+//!
+//! ```
+//! use std::sync::mpsc;
+//! use wirespeed::backend::lab::LabSpi;
+//! use wirespeed::spi::{Bus, DeviceConfig, OwnedTransfer, Policy, Transfer};
+//! use wirespeed_lab::{devices::Loopback, Lab, LabConfig};
+//!
+//! let lab = Lab::new(LabConfig::default());
+//! let block = lab.spi_controller(Default::default());
+//! block.attach(0, Loopback::new());
+//! let bus = Bus::new(LabSpi::new(block), Policy::fast());
+//! // 20 MHz, mode 0, 50 ns CS setup/hold/inactive (waited by deadline, not slept).
+//! let dev = bus.device(DeviceConfig::new(0, 20_000_000).cs_timing_ns(50, 50, 50))?;
+//!
+//! // Sync: runs in this thread when the bus is idle; CS held across the list.
+//! let mut status = [0u8; 9];
+//! dev.sync(&mut [Transfer::write(&[0x30]), Transfer::duplex(&[0xA5; 9], &mut status)])?;
+//! assert_eq!(status, [0xA5; 9]); // the loopback echoes
+//!
+//! // Prepared: validated once, then run with no validation and no allocation.
+//! let mut read = dev.prepare(vec![OwnedTransfer::duplex(vec![0x30, 0, 0, 0])])?;
+//! for i in 0..3u8 {
+//!     read.tx_mut(0).unwrap()[3] = i;
+//!     dev.run(&mut read)?;
+//! }
+//!
+//! // Async: the pump thread runs it; a callback may resubmit to keep the bus busy.
+//! let (tx, rx) = mpsc::channel();
+//! dev.submit_with(read, move |msg, result| tx.send((msg, result)).unwrap());
+//! let (read, result) = rx.recv().unwrap();
+//! result?;
+//! assert_eq!(read.rx(0).unwrap(), &[0x30, 0, 0, 2]);
+//!
+//! // Statistics, summed over every thread with no lock on the way.
+//! let stats = bus.stats();
+//! assert_eq!((stats.messages, stats.sync_immediate, stats.queued), (5, 4, 1));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # For driver authors
 //! Write against [`SpiDevice`] (or the `embedded-hal` traits it implements).
 //! Never choose polling or interrupts, never size delays for a system: state
