@@ -140,3 +140,74 @@ fn a_list_longer_than_the_inline_plan_runs_every_operation_in_one_window() {
     assert_eq!((w.len(), w[0].words), (1, 24), "one CS window with every word");
     assert_eq!(got.to_vec(), sent, "the loopback returns what each operation sent");
 }
+
+/// A generic driver for a chip with 16-bit frames, as a driver crate would
+/// write it against `SpiDevice<u16>`: a command word, then data words.
+struct WordChip<S> {
+    spi: S,
+}
+
+impl<S: SpiDevice<u16>> WordChip<S> {
+    fn command_then_exchange(&mut self, command: u16, data: &mut [u16]) -> Result<(), S::Error> {
+        self.spi.transaction(&mut [Operation::Write(&[command]), Operation::TransferInPlace(data)])
+    }
+}
+
+#[test]
+fn a_u16_driver_shifts_16_bit_words_in_one_window_with_no_allocation() {
+    let b = bench(Policy::fast());
+    let dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    let mut chip = WordChip { spi: dev.u16_words() };
+    b.block.trace_start(1 << 10);
+    let mut data = [0xBEEF, 0x0102, 0xFFFF];
+    chip.command_then_exchange(0xA55A, &mut data).unwrap();
+    assert_eq!(data, [0xBEEF, 0x0102, 0xFFFF], "the loopback echoes whole words");
+    let trace = b.block.trace_take();
+    let words: Vec<(u8, u32)> = trace
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            wirespeed_lab::trace::TraceEvent::Word { bits, mosi, .. } => Some((*bits, *mosi)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(words, [(16, 0xA55A), (16, 0xBEEF), (16, 0x0102), (16, 0xFFFF)], "16-bit words, MSB first as values");
+    assert_eq!(cs_windows(&trace).len(), 1, "one CS window for the transaction");
+    b.block.trace_stop();
+
+    // u32 words and the bus calls; a read shorter than the write pads nothing, as the trait says.
+    let mut wide = dev.u32_words();
+    let mut rx = [0u32; 1];
+    SpiBus::transfer(&mut wide, &mut rx, &[0x1234_5678, 0x9ABC_DEF0]).unwrap();
+    assert_eq!(rx, [0x1234_5678]);
+
+    let mut buf = [0u16; 4];
+    for _ in 0..10 {
+        chip.command_then_exchange(1, &mut buf).unwrap();
+    }
+    let before = alloc_count::get();
+    for _ in 0..500 {
+        chip.command_then_exchange(1, &mut buf).unwrap();
+    }
+    assert_eq!(alloc_count::get() - before, 0, "a u16 transaction allocated");
+}
+
+#[test]
+fn wide_words_take_the_device_s_bits_when_they_fit_and_their_own_width_otherwise() {
+    let b = bench(Policy::fast());
+    let dev = b.bus.device(DeviceConfig { bits_per_word: 32, ..DeviceConfig::new(0, 20_000_000) }).unwrap();
+    b.block.trace_start(1 << 10);
+    SpiBus::write(&mut dev.u16_words(), &[0x0F0F]).unwrap();
+    SpiBus::write(&mut dev.u32_words(), &[0x0F0F_0F0F]).unwrap();
+    let words: Vec<(u8, u32)> = b
+        .block
+        .trace_take()
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            wirespeed_lab::trace::TraceEvent::Word { bits, mosi, .. } => Some((*bits, *mosi)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(words, [(16, 0x0F0F), (32, 0x0F0F_0F0F)], "on a 32-bit device: u16 words at 16 bits, u32 at its 32");
+}

@@ -14,16 +14,42 @@
 //!
 //! `SpiBus` calls are each their own message; use them on a device configured
 //! with [`ChipSelect::None`](super::ChipSelect::None) and drive CS yourself.
+//!
+//! [`SpiDevice`] implements both traits for `u8` words, shifted at the
+//! device's bits per word (as the byte API). For drivers written against
+//! `SpiDevice<u16>` or `SpiDevice<u32>` (or `SpiBus`), hand them
+//! [`SpiDevice::u16_words`] or [`SpiDevice::u32_words`]: a [`WordDevice`]
+//! shifts its words at the device's bits per word if those take 2 (or 4)
+//! bytes, e.g. a 12-bit device with `u16`, else at 16 (or 32) bits, with
+//! the buffers in native byte order, as spidev's. (A separate type, so that
+//! `SpiDevice`'s own trait calls with untyped literals still infer `u8`.)
+//!
+//! ```
+//! use embedded_hal::spi::SpiBus;
+//! # use wirespeed::spi::{Bus, DeviceConfig, Policy};
+//! # use wirespeed::backend::lab::LabSpi;
+//! # use wirespeed_lab::{Lab, LabConfig, devices::Loopback};
+//! # let lab = Lab::new(LabConfig::default());
+//! # let block = lab.spi_controller(Default::default());
+//! # block.attach(0, Loopback::new());
+//! # let dev = Bus::new(LabSpi::new(block), Policy::fast()).device(DeviceConfig::new(0, 20_000_000))?;
+//! let mut wide = dev.u16_words();
+//! let mut rx = [0u16; 2];
+//! wide.transfer(&mut rx, &[0x1234, 0xBEEF])?; // two 16-bit words on the wire
+//! assert_eq!(rx, [0x1234, 0xBEEF]);
+//! # Ok::<(), wirespeed::spi::SpiError>(())
+//! ```
 
 use super::controller::ControllerCaps;
 use super::device::DeviceConfig;
 use super::error::{InvalidMessage, SpiError};
 use super::exec::MessageSource;
-use super::plan::{plan_shape, Step, INLINE_STEPS};
+use super::plan::{plan_shape, word_bytes, Step, INLINE_STEPS};
 use super::transfer::{Data, Transfer};
 
 use super::SpiDevice;
 use embedded_hal::spi::{self, ErrorKind, Operation};
+use std::marker::PhantomData;
 
 impl spi::Error for SpiError {
     fn kind(&self) -> ErrorKind {
@@ -37,6 +63,53 @@ impl spi::Error for SpiError {
 impl spi::ErrorType for SpiDevice {
     type Error = SpiError;
 }
+
+/// A word type of the traits: how its buffers look as bytes, and at how
+/// many bits per word it is shifted.
+trait Word: Copy + 'static {
+    fn bytes(words: &[Self]) -> &[u8];
+    fn bytes_mut(words: &mut [Self]) -> &mut [u8];
+    /// The bits-per-word override for a transfer of these words (0: the device's).
+    fn bits(dev: &DeviceConfig) -> u8;
+}
+
+impl Word for u8 {
+    fn bytes(words: &[u8]) -> &[u8] {
+        words
+    }
+    fn bytes_mut(words: &mut [u8]) -> &mut [u8] {
+        words
+    }
+    fn bits(_: &DeviceConfig) -> u8 {
+        0
+    }
+}
+
+macro_rules! wide_word {
+    ($t:ty) => {
+        impl Word for $t {
+            fn bytes(words: &[$t]) -> &[u8] {
+                // SAFETY: the integer has no padding and u8 no alignment; the
+                // byte view covers exactly the words' memory and borrows it.
+                unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), std::mem::size_of_val(words)) }
+            }
+            fn bytes_mut(words: &mut [$t]) -> &mut [u8] {
+                // SAFETY: as above; every byte pattern is a valid integer, so
+                // whatever the controller writes leaves valid words.
+                unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(words)) }
+            }
+            fn bits(dev: &DeviceConfig) -> u8 {
+                if word_bytes(dev.bits_per_word) == std::mem::size_of::<$t>() {
+                    dev.bits_per_word
+                } else {
+                    <$t>::BITS as u8
+                }
+            }
+        }
+    };
+}
+wide_word!(u16);
+wide_word!(u32);
 
 /// A transfer step of an operation list: which op, which byte range, which kind.
 #[derive(Clone, Copy)]
@@ -52,7 +125,7 @@ enum Part {
 
 /// Calls `f(op_index, part, delay_before_ns)` for every transfer step in
 /// order, until `f` returns false; returns the delay after the last step.
-fn walk(ops: &[Operation<'_, u8>], mut f: impl FnMut(usize, Part, u64) -> bool) -> u64 {
+fn walk<W: 'static>(ops: &[Operation<'_, W>], mut f: impl FnMut(usize, Part, u64) -> bool) -> u64 {
     let mut delay = 0u64;
     for (i, op) in ops.iter().enumerate() {
         let parts: [Option<Part>; 2] = match op {
@@ -82,7 +155,8 @@ fn walk(ops: &[Operation<'_, u8>], mut f: impl FnMut(usize, Part, u64) -> bool) 
     delay
 }
 
-/// Where a step's data is, and its plan.
+/// Where a step's data is, and its plan. Lengths and offsets of [`Part`]s
+/// count words.
 #[derive(Clone, Copy)]
 struct Planned {
     op: usize,
@@ -92,8 +166,8 @@ struct Planned {
 
 /// An operation list as a message: its transfer steps, or one empty CS
 /// window if it moves no data.
-struct Ops<'o, 'b> {
-    ops: &'o mut [Operation<'b, u8>],
+struct Ops<'o, 'b, W: 'static> {
+    ops: &'o mut [Operation<'b, W>],
     /// Steps that move data (0: the message is one [`Part::Window`]).
     data_steps: usize,
     /// Delay after the last step (trailing `DelayNs` operations, including
@@ -103,8 +177,8 @@ struct Ops<'o, 'b> {
     planned: Option<[Planned; INLINE_STEPS]>,
 }
 
-impl<'o, 'b> Ops<'o, 'b> {
-    fn new(ops: &'o mut [Operation<'b, u8>]) -> Self {
+impl<'o, 'b, W: Word> Ops<'o, 'b, W> {
+    fn new(ops: &'o mut [Operation<'b, W>]) -> Self {
         let mut data_steps = 0;
         let trailing_ns = walk(ops, |_, _, _| {
             data_steps += 1;
@@ -191,7 +265,7 @@ impl<'o, 'b> Ops<'o, 'b> {
                 (Operation::Write(_), _) | (_, Part::WriteTail(_)) => (true, false),
                 _ => (true, true),
             };
-            Step { tx, rx, ..plan_shape(op, len, 0, 0, dev, caps)? }
+            Step { tx, rx, ..plan_shape(op, len * std::mem::size_of::<W>(), 0, W::bits(dev), dev, caps)? }
         };
         st.delay_before_ns = delay_before;
         if k + 1 == self.count() {
@@ -211,20 +285,20 @@ impl<'o, 'b> Ops<'o, 'b> {
     }
 }
 
-fn data_of<'a>(op: &'a mut Operation<'_, u8>, part: Part) -> Data<'a> {
+fn data_of<'a, W: Word>(op: &'a mut Operation<'_, W>, part: Part) -> Data<'a> {
     match (op, part) {
         (_, Part::Window) | (Operation::DelayNs(_), _) => Data::Write(&[]),
-        (Operation::Read(b), _) => Data::Read(b),
-        (Operation::Write(b), _) => Data::Write(b),
-        (Operation::TransferInPlace(b), _) => Data::InPlace(b),
-        (Operation::Transfer(r, w), Part::Whole) => Data::Duplex(w, r),
-        (Operation::Transfer(r, w), Part::Head(n)) => Data::Duplex(&w[..n], &mut r[..n]),
-        (Operation::Transfer(r, _), Part::ReadTail(n)) => Data::Read(&mut r[n..]),
-        (Operation::Transfer(_, w), Part::WriteTail(n)) => Data::Write(&w[n..]),
+        (Operation::Read(b), _) => Data::Read(W::bytes_mut(b)),
+        (Operation::Write(b), _) => Data::Write(W::bytes(b)),
+        (Operation::TransferInPlace(b), _) => Data::InPlace(W::bytes_mut(b)),
+        (Operation::Transfer(r, w), Part::Whole) => Data::Duplex(W::bytes(w), W::bytes_mut(r)),
+        (Operation::Transfer(r, w), Part::Head(n)) => Data::Duplex(W::bytes(&w[..n]), W::bytes_mut(&mut r[..n])),
+        (Operation::Transfer(r, _), Part::ReadTail(n)) => Data::Read(W::bytes_mut(&mut r[n..])),
+        (Operation::Transfer(_, w), Part::WriteTail(n)) => Data::Write(W::bytes(&w[n..])),
     }
 }
 
-impl MessageSource for Ops<'_, '_> {
+impl<W: Word> MessageSource for Ops<'_, '_, W> {
     fn count(&self) -> usize {
         self.data_steps.max(1)
     }
@@ -243,18 +317,86 @@ impl MessageSource for Ops<'_, '_> {
     }
 }
 
+/// Runs `operations` as one message with CS active from before the first
+/// to after the last; a list that moves no data (delays only, or empty
+/// buffers) still selects the device for as long as its delays.
+/// Errors name the operation (its index in `operations`).
+fn transaction<W: Word>(dev: &SpiDevice, operations: &mut [Operation<'_, W>]) -> Result<(), SpiError> {
+    let mut ops = Ops::new(operations);
+    ops.plan(dev.config(), &dev.bus().inner.caps)?;
+    let result = dev.bus().inner.sync(&dev.state, &mut ops);
+    result.map_err(|e| ops.by_operation(e))
+}
+
 impl spi::SpiDevice<u8> for SpiDevice {
-    /// Runs `operations` as one message with CS active from before the first
-    /// to after the last; a list that moves no data (delays only, or empty
-    /// buffers) still selects the device for as long as its delays.
-    /// Errors name the operation (its index in `operations`).
     fn transaction(&mut self, operations: &mut [Operation<'_, u8>]) -> Result<(), SpiError> {
-        let mut ops = Ops::new(operations);
-        ops.plan(self.config(), &self.bus().inner.caps)?;
-        let result = self.bus().inner.sync(&self.state, &mut ops);
-        result.map_err(|e| ops.by_operation(e))
+        transaction(self, operations)
     }
 }
+
+/// A device whose embedded-hal word is `W` (`u16` or `u32`): see the
+/// module docs and [`SpiDevice::u16_words`]. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct WordDevice<W> {
+    dev: SpiDevice,
+    words: PhantomData<fn() -> W>,
+}
+
+impl<W> WordDevice<W> {
+    /// The device underneath.
+    pub fn device(&self) -> &SpiDevice {
+        &self.dev
+    }
+}
+
+impl SpiDevice {
+    /// This device for drivers written against the embedded-hal traits with
+    /// `u16` words ([`WordDevice`]).
+    pub fn u16_words(&self) -> WordDevice<u16> {
+        WordDevice { dev: self.clone(), words: PhantomData }
+    }
+
+    /// This device for drivers written against the embedded-hal traits with
+    /// `u32` words ([`WordDevice`]).
+    pub fn u32_words(&self) -> WordDevice<u32> {
+        WordDevice { dev: self.clone(), words: PhantomData }
+    }
+}
+
+impl<W> spi::ErrorType for WordDevice<W> {
+    type Error = SpiError;
+}
+
+/// `SpiDevice` and `SpiBus` of words wider than a byte: each bus call one message.
+macro_rules! wide_word_traits {
+    ($t:ty) => {
+        impl spi::SpiDevice<$t> for WordDevice<$t> {
+            fn transaction(&mut self, operations: &mut [Operation<'_, $t>]) -> Result<(), SpiError> {
+                transaction(&self.dev, operations)
+            }
+        }
+
+        impl spi::SpiBus<$t> for WordDevice<$t> {
+            fn read(&mut self, words: &mut [$t]) -> Result<(), SpiError> {
+                transaction(&self.dev, &mut [Operation::Read(words)])
+            }
+            fn write(&mut self, words: &[$t]) -> Result<(), SpiError> {
+                transaction(&self.dev, &mut [Operation::Write(words)])
+            }
+            fn transfer(&mut self, read: &mut [$t], write: &[$t]) -> Result<(), SpiError> {
+                transaction(&self.dev, &mut [Operation::Transfer(read, write)])
+            }
+            fn transfer_in_place(&mut self, words: &mut [$t]) -> Result<(), SpiError> {
+                transaction(&self.dev, &mut [Operation::TransferInPlace(words)])
+            }
+            fn flush(&mut self) -> Result<(), SpiError> {
+                Ok(())
+            }
+        }
+    };
+}
+wide_word_traits!(u16);
+wide_word_traits!(u32);
 
 impl spi::SpiBus<u8> for SpiDevice {
     fn read(&mut self, words: &mut [u8]) -> Result<(), SpiError> {
@@ -336,7 +478,8 @@ mod tests {
 
     #[test]
     fn a_list_without_data_is_one_window_as_long_as_its_delays() {
-        let mut list = [Operation::DelayNs(3), Operation::Transfer(&mut [], &[]), Operation::DelayNs(4)];
+        let mut list: [Operation<'_, u8>; 3] =
+            [Operation::DelayNs(3), Operation::Transfer(&mut [], &[]), Operation::DelayNs(4)];
         let ops = Ops::new(&mut list);
         assert_eq!((ops.count(), ops.trailing_ns), (1, 7));
         assert!(matches!(ops.locate(0), (0, Part::Window, 0)));

@@ -81,6 +81,7 @@ mod wakeup;
 pub use bus::Bus;
 pub use controller::{ClockModel, Completion, Controller, ControllerCaps, ControllerFault, InFlight, TransferTiming};
 pub use device::{ChipSelect, CsPin, DeviceConfig};
+pub use eh::WordDevice;
 pub use error::{BusStartError, InvalidMessage, SpiError};
 pub use policy::Policy;
 pub use prepared::{Finished, OwnedTransfer, Pending, PreparedMessage};
