@@ -18,6 +18,9 @@ use std::time::Duration;
 pub const MAX_LINES: usize = 64;
 /// Longest consumer name in bytes (the kernel's 32-byte field minus its NUL).
 pub const MAX_CONSUMER: usize = 31;
+/// Largest edge-event buffer of one request, in events (the kernel's
+/// `GPIO_V2_LINES_MAX * 16`).
+pub const MAX_EVENT_BUFFER: usize = MAX_LINES * 16;
 
 /// Line direction.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -224,20 +227,27 @@ impl RequestConfig {
         self
     }
 
-    /// Sets the event buffer size.
+    /// Sets the event buffer size (0: 16 per line). As in the kernel, a size
+    /// above [`MAX_EVENT_BUFFER`] is cut to it, and the buffer holds the size
+    /// rounded up to a power of two (its kfifo): see
+    /// [`effective_event_buffer`](Self::effective_event_buffer).
     #[must_use]
     pub fn event_buffer_size(mut self, n: u32) -> RequestConfig {
         self.event_buffer_size = n;
         self
     }
 
-    /// Events buffered: the size asked for, or 16 per line.
+    /// Events buffered, as the kernel sizes its buffer: the size asked for
+    /// (at most [`MAX_EVENT_BUFFER`]), or 16 per line, rounded up to a power
+    /// of two. When it is full, the oldest event goes (the sequence numbers
+    /// show the gap).
     pub fn effective_event_buffer(&self) -> usize {
-        if self.event_buffer_size == 0 {
+        let asked = if self.event_buffer_size == 0 {
             self.lines.lines().len() * 16
         } else {
-            self.event_buffer_size.min(4096) as usize
-        }
+            (self.event_buffer_size as usize).min(MAX_EVENT_BUFFER)
+        };
+        asked.max(1).next_power_of_two()
     }
 
     /// Checks the consumer name and the lines.
@@ -273,9 +283,12 @@ mod tests {
     }
 
     #[test]
-    fn buffer_defaults_to_sixteen_per_line() {
+    fn buffer_is_sized_as_the_kernel_sizes_it() {
         let c = RequestConfig::new("x").line(0, LineSettings::input()).line(1, LineSettings::input());
-        assert_eq!(c.effective_event_buffer(), 32);
-        assert_eq!(c.event_buffer_size(5).effective_event_buffer(), 5);
+        assert_eq!(c.effective_event_buffer(), 32, "16 per line");
+        let three = c.clone().line(2, LineSettings::input());
+        assert_eq!(three.effective_event_buffer(), 64, "48 rounded up to a power of two, as kfifo_alloc does");
+        assert_eq!(c.clone().event_buffer_size(5).effective_event_buffer(), 8);
+        assert_eq!(c.event_buffer_size(u32::MAX).effective_event_buffer(), MAX_EVENT_BUFFER, "cut to 64 lines × 16");
     }
 }

@@ -54,7 +54,9 @@ mod tests;
 
 pub use backend::{ChipBackend, ChipInfo, EdgeEvent, EdgeKind, LineInfo, RequestBackend};
 pub use chip::{Chip, RemovalHandle};
-pub use config::{Bias, Direction, Drive, Edge, LineConfig, LineSettings, RequestConfig, MAX_CONSUMER, MAX_LINES};
+pub use config::{
+    Bias, Direction, Drive, Edge, LineConfig, LineSettings, RequestConfig, MAX_CONSUMER, MAX_EVENT_BUFFER, MAX_LINES,
+};
 pub use cs::{CsPolarity, GpioCs};
 pub use error::GpioError;
 pub use guard::{asymmetric_fence_available, AccessGuard, Interlock, Revocable, SoundGuard, Unguarded};
