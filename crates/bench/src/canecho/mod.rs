@@ -12,7 +12,9 @@
 //!   between the first and second access after the frame), the bit lengths of
 //!   the frame's SPI transfers, and the **physical limit** of each echo:
 //!   the SPI wire time between EOF and the echo's SOF, plus the model's store
-//!   and TX-start delays, plus the bus intermission (3 bits); and where each
+//!   and TX-start delays, plus the bus intermission (3 bits) — a sum, as
+//!   the `gap_limit_us` figure is defined, though the intermission runs
+//!   alongside the rest, so the fastest echoes can come in under it; and where each
 //!   gap went (`gap_breakdown_us`, medians): EOF → INT asserted, INT → the
 //!   driver's first CS (the interrupt's delivery and the wake-up), first CS
 //!   → echo SOF (SPI, software between messages, the model's TX start);
@@ -249,7 +251,9 @@ impl CanechoReport {
         row("IRQ thread CPU at full load (%)", a.irq_cpu_pct(), c.irq_cpu_pct(), "13.3", "4.4");
         let mut s = t.render();
         s.push_str(&format!(
-            "\nphysical limit of an echo: {:.1} µs (fast is {:.2}× the limit); SPI transfers per frame: A {:?}, C {:?}\n",
+            "\nphysical limit of an echo: {:.1} µs, the sum of its SPI wire time, the chip's store and TX-start delays and \
+             the bus intermission (fast is {:.2}× it;\nthe intermission runs while the rest happens, so an echo can come in \
+             under the sum); SPI transfers per frame: A {:?}, C {:?}\n",
             c.limit(),
             c.median_gap() / c.limit(),
             a.timed.transfers_per_frame,
