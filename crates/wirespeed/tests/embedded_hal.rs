@@ -153,6 +153,18 @@ impl<S: SpiDevice<u16>> WordChip<S> {
     }
 }
 
+/// The words a trace saw shifted: (bits, MOSI value).
+fn words_of(trace: &wirespeed_lab::trace::Trace) -> Vec<(u8, u32)> {
+    trace
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            wirespeed_lab::trace::TraceEvent::Word { bits, mosi, .. } => Some((*bits, *mosi)),
+            _ => None,
+        })
+        .collect()
+}
+
 #[test]
 fn a_u16_driver_shifts_16_bit_words_in_one_window_with_no_allocation() {
     let b = bench(Policy::fast());
@@ -163,15 +175,11 @@ fn a_u16_driver_shifts_16_bit_words_in_one_window_with_no_allocation() {
     chip.command_then_exchange(0xA55A, &mut data).unwrap();
     assert_eq!(data, [0xBEEF, 0x0102, 0xFFFF], "the loopback echoes whole words");
     let trace = b.block.trace_take();
-    let words: Vec<(u8, u32)> = trace
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            wirespeed_lab::trace::TraceEvent::Word { bits, mosi, .. } => Some((*bits, *mosi)),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(words, [(16, 0xA55A), (16, 0xBEEF), (16, 0x0102), (16, 0xFFFF)], "16-bit words, MSB first as values");
+    assert_eq!(
+        words_of(&trace),
+        [(16, 0xA55A), (16, 0xBEEF), (16, 0x0102), (16, 0xFFFF)],
+        "16-bit words, MSB first as values"
+    );
     assert_eq!(cs_windows(&trace).len(), 1, "one CS window for the transaction");
     b.block.trace_stop();
 
@@ -199,15 +207,9 @@ fn wide_words_take_the_device_s_bits_when_they_fit_and_their_own_width_otherwise
     b.block.trace_start(1 << 10);
     SpiBus::write(&mut dev.u16_words(), &[0x0F0F]).unwrap();
     SpiBus::write(&mut dev.u32_words(), &[0x0F0F_0F0F]).unwrap();
-    let words: Vec<(u8, u32)> = b
-        .block
-        .trace_take()
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            wirespeed_lab::trace::TraceEvent::Word { bits, mosi, .. } => Some((*bits, *mosi)),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(words, [(16, 0x0F0F), (32, 0x0F0F_0F0F)], "on a 32-bit device: u16 words at 16 bits, u32 at its 32");
+    assert_eq!(
+        words_of(&b.block.trace_take()),
+        [(16, 0x0F0F), (32, 0x0F0F_0F0F)],
+        "on a 32-bit device: u16 words at 16 bits, u32 at its 32"
+    );
 }
