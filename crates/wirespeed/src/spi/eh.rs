@@ -111,7 +111,7 @@ macro_rules! wide_word {
 wide_word!(u16);
 wide_word!(u32);
 
-/// A transfer step of an operation list: which op, which byte range, which kind.
+/// A transfer step of an operation list: which op, which range of its words, which kind.
 #[derive(Clone, Copy)]
 enum Part {
     Whole,

@@ -38,6 +38,17 @@ use std::fmt;
 use std::time::Duration;
 use wirespeed_time::{Deadline, Instant};
 
+#[derive(Debug)]
+enum Buffers {
+    Write(Vec<u8>),
+    Read(Vec<u8>),
+    Duplex(Vec<u8>, Vec<u8>),
+    /// An RX buffer of this many bytes, allocated when the message is
+    /// prepared (where a length that cannot be allocated is an error, not
+    /// a panic).
+    ReadOf(usize),
+}
+
 impl Buffers {
     fn data(&mut self) -> Data<'_> {
         match self {
@@ -48,17 +59,6 @@ impl Buffers {
             Buffers::ReadOf(_) => Data::Read(&mut []),
         }
     }
-}
-
-#[derive(Debug)]
-enum Buffers {
-    Write(Vec<u8>),
-    Read(Vec<u8>),
-    Duplex(Vec<u8>, Vec<u8>),
-    /// An RX buffer of this many bytes, allocated when the message is
-    /// prepared (where a length that cannot be allocated is an error, not
-    /// a panic).
-    ReadOf(usize),
 }
 
 /// One transfer of a prepared message, owning its buffers.
