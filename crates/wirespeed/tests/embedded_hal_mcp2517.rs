@@ -103,7 +103,7 @@ fn the_mcp2517_crate_configures_the_chip_and_loops_a_frame_back() {
     assert_eq!(rx.frame_type, FrameType::Data);
     assert_eq!(rx.data_length, 8);
     assert_eq!(buf, [0xDE, 0xAD, 0xBE, 0xEF, 1, 2, 3, 4]);
-    assert!(b.can.frames_ok() == 0, "internal loopback puts nothing on the bus");
+    assert_eq!(b.can.frames_ok(), 0, "internal loopback puts nothing on the bus");
     assert!(matches!(can.receive(&mut buf, false), Err(mcp2517::can::CanError::RxFifoEmptyErr)));
 }
 
