@@ -14,7 +14,7 @@
 use crate::gpio::fd::EventFd;
 use crate::gpio::{
     Bias, Chip, ChipBackend, ChipInfo, Direction, Drive, Edge, EdgeEvent, EdgeKind, EventSignal, GpioError, LineConfig,
-    LineInfo, LineSettings, RemovalHandle, RequestBackend, RequestConfig,
+    LineInfo, LineSettings, RequestBackend, RequestConfig,
 };
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::RawFd;
@@ -33,23 +33,13 @@ pub fn open(chip: &GpioChip) -> Result<Chip, GpioError> {
         return Err(GpioError::ChipGone { chip: chip.name().to_owned() });
     }
     let glue = glue_for(chip);
-    // The stack chip's removal handle exists only once the chip does, and
-    // the chip owns the registration: the callback finds the handle here.
-    let handle: Arc<OnceLock<RemovalHandle>> = Arc::default();
-    let registration = {
-        let handle = handle.clone();
-        chip.on_remove(move || {
-            if let Some(h) = handle.get() {
-                h.remove();
-            }
-        })
-    };
-    let c = Chip::from_backend(Box::new(LabChip { chip: chip.clone(), glue, registration }))?;
-    let _ = handle.set(c.removal_handle());
-    if chip.is_removed() {
-        // Removed before the handle was set: the callback found nothing.
-        c.removal_handle().remove();
-    }
+    // The registration is made once the stack chip exists (`on_remove` runs
+    // the callback at once if the lab chip is gone by then); the chip's
+    // backend keeps its id, to withdraw it when dropped.
+    let registration = Arc::new(OnceLock::new());
+    let c = Chip::from_backend(Box::new(LabChip { chip: chip.clone(), glue, registration: registration.clone() }))?;
+    let handle = c.removal_handle();
+    let _ = registration.set(chip.on_remove(move || handle.remove()));
     Ok(c)
 }
 
@@ -119,12 +109,16 @@ fn to_lab(s: &LineSettings, current: &LineSetup) -> LineSetup {
 struct LabChip {
     chip: GpioChip,
     glue: Arc<Glue>,
-    registration: RemoveCallbackId,
+    /// The `on_remove` registration that removes the stack chip (set by
+    /// [`open`] right after the chip is made).
+    registration: Arc<OnceLock<RemoveCallbackId>>,
 }
 
 impl Drop for LabChip {
     fn drop(&mut self) {
-        self.chip.forget_on_remove(self.registration);
+        if let Some(&id) = self.registration.get() {
+            self.chip.forget_on_remove(id);
+        }
     }
 }
 
