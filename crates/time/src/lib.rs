@@ -8,7 +8,8 @@
 //! delay-after, the lab's notion of when a bit leaves the wire — is expressed
 //! as a [`Deadline`] on the one monotonic clock read by [`now`]. Nothing here
 //! changes the host's scheduling unless asked: [`realtime::setup`], a
-//! [`realtime::FifoGuard`] (or [`realtime::run_at_fifo`]) and a held
+//! [`realtime::FifoGuard`] (or [`realtime::run_at_fifo`]),
+//! [`realtime::set_current_timer_slack_ns`] and a held
 //! [`CpuLatencyRequest`] are the only ways, each called explicitly.
 //!
 //! ```
