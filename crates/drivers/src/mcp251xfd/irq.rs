@@ -48,38 +48,14 @@ impl Mcp251xfd {
             }
         };
         let mut handled = false;
-        if let Some((mut f, ts, len)) = frame {
-            // Payload bytes an RX object holds (after R0, R1 and the timestamp).
-            let room = usize::from(self.plan.layout.rx_obj) - 12;
-            if len > room {
+        if let Some((f, ts, len)) = frame {
+            if len > self.cfg.rx_payload {
                 // The device stored the frame truncated (DLC kept, IVMIF
                 // set): the rest of its data is not in the object, and the
                 // bytes after it belong to the next one. Dropped and counted.
                 self.stats.rx_truncated += 1;
             } else {
-                if len > RX_HEAD - 12 {
-                    // A long FD payload: the rest after the first 8 bytes.
-                    let mut buf = [0u8; 64];
-                    let rest = (len - 8).div_ceil(4) * 4;
-                    self.io.read_bytes(addr + RX_HEAD as u16, &mut buf[8..8 + rest])?;
-                    buf[..8].copy_from_slice(&f.data()[..8]);
-                    f = crate::can::Frame::from_raw(
-                        f.id(),
-                        f.dlc(),
-                        f.is_fd(),
-                        f.brs(),
-                        f.esi(),
-                        f.is_remote(),
-                        &buf[..len],
-                    );
-                }
-                f.timestamp = Some(self.ts.extend(ts, now()));
-                self.stats.rx_frames += 1;
-                if self.rxq.len() < self.cfg.rx_queue {
-                    self.rxq.push_back(f);
-                } else {
-                    self.stats.rx_dropped += 1;
-                }
+                self.deliver_rx(f, ts, len, addr)?;
             }
             self.rx_tail = (self.rx_tail + 1) % self.plan.layout.rx_depth;
             self.rx_uinc_pending = true;
@@ -97,6 +73,28 @@ impl Mcp251xfd {
             self.stats.spurious += 1;
         }
         Ok(handled)
+    }
+
+    /// Queues the frame received in the RX object at `addr` (its payload
+    /// fits the object): reads the rest of a long FD payload, after the
+    /// bytes the status read brought, and stamps it.
+    fn deliver_rx(&mut self, mut f: crate::can::Frame, ts: u32, len: usize, addr: u16) -> Result<(), Error> {
+        if len > RX_HEAD - 12 {
+            // A long FD payload: the rest after the first 8 bytes.
+            let mut buf = [0u8; 64];
+            let rest = (len - 8).div_ceil(4) * 4;
+            self.io.read_bytes(addr + RX_HEAD as u16, &mut buf[8..8 + rest])?;
+            buf[..8].copy_from_slice(&f.data()[..8]);
+            f = crate::can::Frame::from_raw(f.id(), f.dlc(), f.is_fd(), f.brs(), f.esi(), f.is_remote(), &buf[..len]);
+        }
+        f.timestamp = Some(self.ts.extend(ts, now()));
+        self.stats.rx_frames += 1;
+        if self.rxq.len() < self.cfg.rx_queue {
+            self.rxq.push_back(f);
+        } else {
+            self.stats.rx_dropped += 1;
+        }
+        Ok(())
     }
 
     fn rare(&mut self, int: u32) -> Result<(), Error> {
