@@ -245,15 +245,21 @@ fn setup_fifos(t: &mut T) {
     t.write(C1INT, (INT_RXIF | INT_TEFIF | INT_RXOVIF | INT_CERRIF) << 16);
 }
 
-fn queue_txq(t: &mut T, id: u32, ide: bool, data: &[u8; 8], seq: u32) {
-    let ua = t.read(C1TXQUA);
-    let idw = if ide { ((id >> 18) & 0x7FF) | ((id & 0x3FFFF) << 11) } else { id };
-    let flags = 8 | if ide { OBJ_FLAGS_IDE } else { 0 } | (seq << OBJ_FLAGS_SEQ_SHIFT);
+/// Writes a TX object (ID word, flags word, `data`) at the user address of
+/// FIFO `m` (0: the TXQ), in one SPI write.
+fn write_tx_obj(t: &mut T, m: u16, idw: u32, flags: u32, data: &[u8]) {
+    let ua = t.read(c1fifoua(m));
     let mut b = vec![0x20 | ((0x400 + ua) >> 8) as u8, (0x400 + ua) as u8];
     b.extend(idw.to_le_bytes());
     b.extend(flags.to_le_bytes());
     b.extend(data);
     t.xfer(&b);
+}
+
+fn queue_txq(t: &mut T, id: u32, ide: bool, data: &[u8; 8], seq: u32) {
+    let idw = if ide { ((id >> 18) & 0x7FF) | ((id & 0x3FFFF) << 11) } else { id };
+    let flags = 8 | if ide { OBJ_FLAGS_IDE } else { 0 } | (seq << OBJ_FLAGS_SEQ_SHIFT);
+    write_tx_obj(t, 0, idw, flags, data);
     t.write_byte(C1TXQCON + 1, ((FIFOCON_UINC | FIFOCON_TXREQ) >> 8) as u8);
 }
 
@@ -630,13 +636,7 @@ fn rx_payload_longer_than_the_object_is_truncated_and_flagged_invalid() {
 /// Writes a TX object claiming DLC 15 (64 bytes) into the TXQ, whose
 /// objects hold 8 (as `setup_fifos` makes it), and requests it.
 fn request_tx_of_a_dlc_beyond_the_payload(t: &mut T) {
-    let ua = t.read(C1TXQUA) as u16;
-    let flags = 15 | OBJ_FLAGS_FDF;
-    let mut b = vec![0x20 | ((0x400 + ua) >> 8) as u8, (0x400 + ua) as u8];
-    b.extend(0x123u32.to_le_bytes());
-    b.extend(flags.to_le_bytes());
-    b.extend([0xA5; 8]);
-    t.xfer(&b);
+    write_tx_obj(t, 0, 0x123, 15 | OBJ_FLAGS_FDF, &[0xA5; 8]);
     t.write_byte(C1TXQCON + 1, ((FIFOCON_UINC | FIFOCON_TXREQ) >> 8) as u8);
 }
 
@@ -732,12 +732,7 @@ fn tx_fifos_of_equal_priority_send_the_highest_index_first() {
     t.write(C1TXQCON, FIFOCON_TXEN | (1 << FIFOCON_TXPRI_SHIFT));
     t.set_mode(MODE_NORMAL_CAN20);
     for (m, id) in [(1u16, 0x100u32), (3, 0x300), (0, 0x400)] {
-        let ua = u16::try_from(t.read(c1fifoua(m))).unwrap();
-        let mut b = vec![0x20 | ((0x400 + ua) >> 8) as u8, (0x400 + ua) as u8];
-        b.extend(id.to_le_bytes());
-        b.extend(1u32.to_le_bytes());
-        b.extend([0; 8]);
-        t.xfer(&b);
+        write_tx_obj(&mut t, m, id, 1, &[0; 8]);
         t.write_byte(c1fifocon(m) + 1, (FIFOCON_UINC >> 8) as u8);
     }
     t.write(C1TXREQ, (1 << 0) | (1 << 1) | (1 << 3));
