@@ -229,7 +229,7 @@ fn a_block_no_hardware_could_have_is_refused_with_what_is_allowed() {
             SpiControllerConfig { fifo_bytes: max_fifo + 1, ..d() },
             SpiConfigError::FifoBytes { fifo_bytes: max_fifo + 1 },
         ),
-        // Its FIFOs' memory used to be set aside up front: the process aborted.
+        // The model sets a block's FIFO memory aside up front (Model::new): unchecked, this one aborted the process.
         (SpiControllerConfig { fifo_bytes: u32::MAX, ..d() }, SpiConfigError::FifoBytes { fifo_bytes: u32::MAX }),
         (SpiControllerConfig { base_clock_hz: 0, ..d() }, SpiConfigError::BaseClock { base_clock_hz: 0 }),
         (
