@@ -417,10 +417,10 @@ fn set_thread_policy(policy: libc::c_int, priority: libc::c_int) -> io::Result<(
 /// Runs the calling thread at SCHED_FIFO while it lives and restores its
 /// previous policy and priority (its `SCHED_RESET_ON_FORK` flag included) on
 /// drop. Touches nothing else: not the other threads, not memory locking, and
-/// the timer slack is the thread's own again after the drop (kernels since
-/// 6.7 hold a realtime thread's slack at 0 and, when it turns normal again,
-/// give it the default slack rather than the one it had; the guard sets it
-/// back). Not `Send`: it belongs to the thread it changed.
+/// the timer slack is the thread's own again after the drop (recent kernels
+/// hold a realtime thread's slack at 0 and, when it turns normal again, give
+/// it the default slack rather than the one it had, as measured on 6.18: 5 ms
+/// before, 0 under FIFO, 50 µs after; the guard sets it back). Not `Send`: it belongs to the thread it changed.
 #[derive(Debug)]
 pub struct FifoGuard {
     previous: (libc::c_int, libc::c_int),
@@ -474,8 +474,8 @@ pub fn current_thread_is_realtime() -> bool {
 
 /// Sets the calling thread's timer slack to `ns` nanoseconds
 /// (`PR_SET_TIMERSLACK`; 0 means the thread's default slack again). Only
-/// the calling thread changes. Kernels since 6.7 ignore it for realtime
-/// threads, whose slack is always 0.
+/// the calling thread changes. Recent kernels (6.18 here) keep a realtime
+/// thread's slack at 0 whatever is set.
 pub fn set_current_timer_slack_ns(ns: u64) -> std::io::Result<()> {
     let slack = libc::c_ulong::try_from(ns).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
     // SAFETY: PR_SET_TIMERSLACK takes the slack as a plain value and touches
@@ -573,8 +573,8 @@ mod tests {
 
     #[test]
     fn fifo_guard_leaves_the_timer_slack_as_it_was() {
-        // Kernels since 6.7 zero a realtime thread's slack and, when it goes
-        // back to SCHED_OTHER, give it the default slack, not the one it had.
+        // Recent kernels (6.18 here) zero a realtime thread's slack and, when it
+        // goes back to SCHED_OTHER, give it the default slack, not the one it had.
         std::thread::spawn(|| {
             set_current_timer_slack_ns(5_000_000).unwrap();
             assert_eq!(current_timer_slack_ns(), 5_000_000);
@@ -629,7 +629,7 @@ mod tests {
             assert_ne!(r.fifo, StepOutcome::Skipped);
             assert_ne!(r.timer_slack, StepOutcome::Skipped);
             if r.timer_slack == StepOutcome::Ok {
-                // Kernels since 6.7 keep a realtime thread's slack at 0.
+                // Recent kernels (6.18 here) keep a realtime thread's slack at 0.
                 assert!(current_timer_slack_ns() <= 1, "slack {}", current_timer_slack_ns());
             }
             if r.fifo == StepOutcome::Ok {
