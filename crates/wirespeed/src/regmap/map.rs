@@ -370,10 +370,10 @@ impl Regmap {
         for p in pairs.iter_mut() {
             p.0 *= self.stride;
         }
-        self.build_windows(io, pairs);
         let first = pairs.first().map_or(0, |p| p.0);
         // On failure everything stays dirty: the cache holds what the device should.
-        report.messages = self.send_windows(io, true).map_err(|(_, error)| RegmapError::Bus { reg: first, error })?;
+        report.messages =
+            self.write_windows(io, pairs, true).map_err(|(_, error)| RegmapError::Bus { reg: first, error })?;
         for &(reg, _) in pairs.iter() {
             self.cache.clear_dirty(reg / self.stride);
         }
@@ -624,8 +624,7 @@ impl Regmap {
             }
             return Ok(());
         }
-        self.build_windows(io, pairs);
-        let sent = self.send_windows(io, false);
+        let sent = self.write_windows(io, pairs, false);
         // After a failure, the windows of the messages before it were applied:
         // their registers are cached as written, as on success.
         let applied = match sent {
@@ -642,12 +641,21 @@ impl Regmap {
         sent.map(|_| ()).map_err(|(_, error)| RegmapError::Bus { reg: pairs[0].0, error })
     }
 
-    /// Lays out write commands for `pairs` (in order; runs of adjacent
-    /// registers share one command) in `io.buf`, window ends in `io.ends`,
-    /// the pairs laid out up to each window in `io.runs`.
-    fn build_windows(&self, io: &mut Io, pairs: &[(u32, u32)]) {
-        let vb = self.val_bytes;
+    /// Writes `pairs` as [`build_windows`](Regmap::build_windows) lays them
+    /// out and [`send_windows`](Regmap::send_windows) sends them, asking the
+    /// bus for its message limit once.
+    fn write_windows(&self, io: &mut Io, pairs: &[(u32, u32)], submit: bool) -> Result<usize, (usize, BusError)> {
         let limit = io.bus.max_message_bytes();
+        self.build_windows(io, pairs, limit);
+        self.send_windows(io, limit, submit)
+    }
+
+    /// Lays out write commands for `pairs` (in order; runs of adjacent
+    /// registers share one command, each fitting a message of `limit` bytes)
+    /// in `io.buf`, window ends in `io.ends`, the pairs laid out up to each
+    /// window in `io.runs`.
+    fn build_windows(&self, io: &mut Io, pairs: &[(u32, u32)], limit: Option<usize>) {
+        let vb = self.val_bytes;
         let (buf, ends, runs) = (&mut io.buf, &mut io.ends, &mut io.runs);
         buf.clear();
         ends.clear();
@@ -679,14 +687,14 @@ impl Regmap {
         }
     }
 
-    /// Sends the windows in `io` as few messages as the bus's size limit
-    /// allows (asynchronously if `submit`, then waits, also when a submit is
-    /// refused). Returns messages used; on failure, with the error, the
-    /// windows of the messages written before it (0 if `submit`: those may
-    /// or may not have been applied).
-    fn send_windows(&self, io: &mut Io, submit: bool) -> Result<usize, (usize, BusError)> {
+    /// Sends the windows in `io` as few messages as the bus's size limit,
+    /// `limit`, allows (asynchronously if `submit`, then waits, also when a
+    /// submit is refused). Returns messages used; on failure, with the error,
+    /// the windows of the messages written before it (0 if `submit`: those
+    /// may or may not have been applied).
+    fn send_windows(&self, io: &mut Io, limit: Option<usize>, submit: bool) -> Result<usize, (usize, BusError)> {
         let Io { bus, buf, ends, messages, .. } = io;
-        let limit = bus.max_message_bytes().unwrap_or(usize::MAX);
+        let limit = limit.unwrap_or(usize::MAX);
         let mut sent = 0;
         let (mut first, mut start) = (0, 0);
         while first < ends.len() {
