@@ -98,10 +98,8 @@ pub fn run(
                 }
             };
             let sender = std::thread::Builder::new().spawn_scoped(sc, move || -> Result<(Instant, Instant), String> {
-                let mut go = all_started.0.lock().unwrap_or_else(|e| e.into_inner());
-                while go.is_none() {
-                    go = all_started.1.wait(go).unwrap_or_else(|e| e.into_inner());
-                }
+                let go = all_started.0.lock().unwrap_or_else(|e| e.into_inner());
+                let go = all_started.1.wait_while(go, |go| go.is_none()).unwrap_or_else(|e| e.into_inner());
                 if *go != Some(true) {
                     return Err("another sender could not be started".to_owned());
                 }
