@@ -83,7 +83,7 @@ pub fn run(
     // Whether every sender started: each waits for it before the barrier,
     // which only a full set passes, and returns at once if one could not.
     let all_started = (Mutex::new(None::<bool>), Condvar::new());
-    let t0 = std::thread::scope(|sc| -> Result<u64, String> {
+    let elapsed_ns = std::thread::scope(|sc| -> Result<u64, String> {
         let mut handles = Vec::new();
         let mut failed = None;
         for k in 0..threads {
@@ -168,7 +168,7 @@ pub fn run(
         }
         Ok(last.ns_since(first))
     })?;
-    let elapsed_s = t0 as f64 / 1e9;
+    let elapsed_s = elapsed_ns as f64 / 1e9;
     let total = (threads * msgs) as f64;
     let actual_hz = f64::from(rig.bus.caps().actual_speed_hz(hz));
     let wire_s = total * (size * 8) as f64 / actual_hz;
