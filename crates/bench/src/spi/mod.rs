@@ -42,7 +42,8 @@ use wirespeed::spi::Policy;
 /// allocated and its bus trace recorded (one event per byte).
 pub const MAX_SIZE: usize = 65_536;
 
-/// The most bus-trace events one recording holds: the CS figures trace
+/// The most bus-trace events the traced messages of one recording may take
+/// (its capacity holds one message more, to spare): the CS figures trace
 /// fewer messages when they are large, and [`trace_sample`] refuses more
 /// than [`max_traced_msgs`].
 pub const MAX_TRACE_EVENTS: usize = 1 << 23;
