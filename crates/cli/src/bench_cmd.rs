@@ -185,7 +185,6 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
 /// Options of `bench canecho` (also used by `demo`).
 #[derive(Debug, clap::Args)]
 pub struct CanechoArgs {
-    /// Frames in the timed run (cangen -n).
     #[arg(long, help = with_quick_default("Frames in the timed run (cangen -n)", |o| o.frames))]
     frames: Option<u64>,
     /// Payload bytes (cangen -L), 0-8.
@@ -200,7 +199,6 @@ pub struct CanechoArgs {
     /// Nominal bit rate in bit/s.
     #[arg(long, default_value_t = CanechoOptions::default().bitrate)]
     bitrate: u32,
-    /// Frames in the back-to-back load run (0: skip).
     #[arg(long, help = with_quick_default("Frames in the back-to-back load run (0: skip)", |o| o.load_frames))]
     load_frames: Option<u64>,
     /// Echo identifier = request identifier + this.
