@@ -27,6 +27,7 @@
 //! assert_eq!(status.rx(0).unwrap()[0], 0x30);
 //! ```
 
+use super::callback::Callback;
 use super::controller::ControllerCaps;
 use super::device::DeviceConfig;
 use super::error::{InvalidMessage, SpiError};
@@ -135,8 +136,6 @@ impl OwnedTransfer {
 
 /// What a finished async message hands back.
 pub type Finished = (PreparedMessage, Result<(), SpiError>);
-
-pub(crate) type Callback = Box<dyn FnOnce(PreparedMessage, Result<(), SpiError>) + Send>;
 
 #[derive(Default)]
 struct SlotState {
@@ -254,7 +253,7 @@ impl AsyncJob {
             // A panicking callback must not take the pump thread, and every
             // message queued after it, down with it; the panic hook has
             // reported it.
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(self.msg, r)));
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb.call(self.msg, r)));
             return;
         }
         let slot = self.msg.slot.clone();
@@ -367,8 +366,4 @@ impl Drop for Pending {
 pub(crate) fn slot_of(m: &PreparedMessage, bus: usize) -> Arc<Slot> {
     m.slot.bus.store(bus, Ordering::Relaxed);
     m.slot.clone()
-}
-
-pub(crate) fn boxed_callback(f: impl FnOnce(PreparedMessage, Result<(), SpiError>) + Send + 'static) -> Callback {
-    Box::new(f)
 }
