@@ -2,7 +2,7 @@
 
 use super::bus::{Batch, RegmapBus};
 use super::cache::{new_cache, Cache};
-use super::config::{CacheType, RegmapConfig, FLAT_CACHE_MAX_SLOTS};
+use super::config::{CacheType, RegmapConfig};
 use super::error::{BusError, ConfigError, RegmapError};
 use super::format::{Format, Op};
 use super::props::{Props, PRECIOUS, READABLE, VOLATILE, WRITEABLE};
@@ -114,11 +114,8 @@ impl Regmap {
 
         // As u64: a full 32-bit map at stride 1 has 2^32 slots.
         let slots = u64::from(config.max_register / config.reg_stride) + 1;
-        if config.cache == CacheType::Flat && slots > FLAT_CACHE_MAX_SLOTS {
-            return Err(ConfigError::FlatCacheTooLarge { slots, max: FLAT_CACHE_MAX_SLOTS });
-        }
+        let cache = new_cache(config.cache, slots)?;
         let props = Props::compile(&config, slots);
-        let cache = new_cache(config.cache, slots);
         for &(reg, val) in &defaults {
             let idx = reg / config.reg_stride;
             if props.flags(idx) & VOLATILE == 0 {

@@ -10,7 +10,8 @@
 //! wirespeed --lib regmap::cache::flat`).
 
 use super::Cache;
-use crate::regmap::config::CacheType;
+use crate::regmap::config::{CacheType, FLAT_CACHE_MAX_SLOTS};
+use crate::regmap::error::ConfigError;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// One slot per register.
@@ -26,14 +27,18 @@ fn bit(idx: u32) -> (usize, u64) {
 }
 
 impl FlatCache {
-    /// A cache of `slots` registers (up to 2^32: every `u32` slot), all absent.
-    pub fn new(slots: u64) -> FlatCache {
+    /// A cache of `slots` registers, all absent; more than
+    /// [`FLAT_CACHE_MAX_SLOTS`] is refused (a sparse cache holds those).
+    pub fn new(slots: u64) -> Result<FlatCache, ConfigError> {
+        if slots > FLAT_CACHE_MAX_SLOTS {
+            return Err(ConfigError::FlatCacheTooLarge { slots, max: FLAT_CACHE_MAX_SLOTS });
+        }
         let words = slots.div_ceil(64) as usize;
-        FlatCache {
+        Ok(FlatCache {
             vals: (0..slots).map(|_| AtomicU32::new(0)).collect(),
             present: (0..words).map(|_| AtomicU64::new(0)).collect(),
             dirty: (0..words).map(|_| AtomicU64::new(0)).collect(),
-        }
+        })
     }
 
     fn in_range(&self, idx: u32) -> bool {
@@ -119,7 +124,7 @@ mod loom_model {
     #[test]
     fn a_reader_never_sees_a_present_slot_without_its_value() {
         loom::model(|| {
-            let c = Arc::new(FlatCache::new(2));
+            let c = Arc::new(FlatCache::new(2).unwrap());
             let w = c.clone();
             let t = loom::thread::spawn(move || {
                 w.set(1, 5, false);

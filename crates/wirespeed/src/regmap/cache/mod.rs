@@ -16,6 +16,7 @@ pub mod none;
 pub mod sparse;
 
 use super::config::CacheType;
+use super::error::ConfigError;
 use std::fmt;
 
 /// Storage of register values with a present and a dirty mark per slot.
@@ -42,13 +43,15 @@ pub trait Cache: Send + Sync + fmt::Debug {
     fn clear_dirty(&self, idx: u32);
 }
 
-/// A cache of `kind` for `slots` registers (up to 2^32: every `u32` slot).
-pub fn new_cache(kind: CacheType, slots: u64) -> Box<dyn Cache> {
-    match kind {
+/// A cache of `kind` for `slots` registers (up to 2^32: every `u32` slot;
+/// a flat cache refuses more than
+/// [`FLAT_CACHE_MAX_SLOTS`](super::FLAT_CACHE_MAX_SLOTS)).
+pub fn new_cache(kind: CacheType, slots: u64) -> Result<Box<dyn Cache>, ConfigError> {
+    Ok(match kind {
         CacheType::None => Box::new(none::NoCache),
-        CacheType::Flat => Box::new(flat::FlatCache::new(slots)),
+        CacheType::Flat => Box::new(flat::FlatCache::new(slots)?),
         CacheType::Sparse => Box::new(sparse::SparseCache::new()),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -83,8 +86,22 @@ mod tests {
 
     #[test]
     fn flat_and_sparse_follow_the_contract() {
-        contract(&flat::FlatCache::new(256));
+        contract(&flat::FlatCache::new(256).unwrap());
         contract(&sparse::SparseCache::new());
+    }
+
+    #[test]
+    fn a_flat_cache_too_large_is_refused_and_the_others_are_made_for_any_size() {
+        use crate::regmap::FLAT_CACHE_MAX_SLOTS;
+        let max = FLAT_CACHE_MAX_SLOTS;
+        assert_eq!(new_cache(CacheType::Flat, max).unwrap().kind(), CacheType::Flat);
+        for slots in [max + 1, 1 << 32] {
+            let err = new_cache(CacheType::Flat, slots).unwrap_err();
+            assert_eq!(err, ConfigError::FlatCacheTooLarge { slots, max });
+        }
+        for kind in [CacheType::None, CacheType::Sparse] {
+            assert_eq!(new_cache(kind, 1 << 32).unwrap().kind(), kind);
+        }
     }
 
     #[test]
