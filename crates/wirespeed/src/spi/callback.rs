@@ -13,7 +13,9 @@
 //! ```
 
 use super::{PreparedMessage, SpiError};
+use std::cell::Cell;
 use std::fmt;
+use std::marker::PhantomData;
 use std::mem::{align_of, size_of, ManuallyDrop, MaybeUninit};
 
 /// Words of storage a callback has in place.
@@ -33,11 +35,11 @@ pub(crate) struct Callback {
     data: MaybeUninit<[usize; WORDS]>,
     call: unsafe fn(*mut u8, Args),
     drop: unsafe fn(*mut u8),
+    /// The raw storage would make a `Callback` `Send` and `Sync` whatever it
+    /// holds: `new` takes only `Send` closures, and this marker takes `Sync`
+    /// away, since a closure need not be `Sync`.
+    _not_sync: PhantomData<Cell<()>>,
 }
-
-// SAFETY: `new` accepts only `Send` closures, and the storage is reached
-// only through `call` and `drop`, each of which takes the `Callback` whole.
-unsafe impl Send for Callback {}
 
 impl fmt::Debug for Callback {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -90,7 +92,7 @@ impl Callback {
         let mut data = MaybeUninit::<[usize; WORDS]>::uninit();
         // SAFETY: the storage is large and aligned enough for `F` (checked above).
         unsafe { data.as_mut_ptr().cast::<F>().write(f) };
-        Callback { data, call: call_in_place::<F>, drop: drop_in_place::<F> }
+        Callback { data, call: call_in_place::<F>, drop: drop_in_place::<F>, _not_sync: PhantomData }
     }
 
     /// Whether a closure of type `F` is stored without a heap allocation.
