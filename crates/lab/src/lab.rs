@@ -1,6 +1,6 @@
 //! [`Lab`]: one emulated board — its interrupt thread and the blocks on it.
 
-use crate::gpio::{GpioChip, GpioChipConfig};
+use crate::gpio::{GpioChip, GpioChipConfig, GpioConfigError};
 use crate::scheduler::Scheduler;
 use crate::spi::{SpiConfigError, SpiController, SpiControllerConfig};
 use crate::start_error::LabStartError;
@@ -72,8 +72,18 @@ impl Lab {
     }
 
     /// Adds a GPIO chip block to the board.
+    ///
+    /// # Panics
+    /// If no chip can have `config` (see [`GpioChipConfig::validate`]);
+    /// [`try_gpio_chip`](Lab::try_gpio_chip) returns that as an error.
     pub fn gpio_chip(&self, config: GpioChipConfig) -> GpioChip {
         GpioChip::new(self, config)
+    }
+
+    /// Adds a GPIO chip block to the board, or says why no chip can have
+    /// `config`.
+    pub fn try_gpio_chip(&self, config: GpioChipConfig) -> Result<GpioChip, GpioConfigError> {
+        GpioChip::try_new(self, config)
     }
 }
 

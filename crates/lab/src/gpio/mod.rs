@@ -30,11 +30,13 @@
 //! assert!(!pad.is_high());
 //! ```
 
+mod config;
 mod line;
 
 use crate::lab::Lab;
 use crate::pin::{Pin, PinSink};
 use crate::scheduler::Scheduler;
+pub use config::{GpioChipConfig, GpioConfigError};
 use line::{Line, MODE_FAST_OUT};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -122,23 +124,6 @@ pub struct LineEvent {
     pub at: Instant,
 }
 
-/// Static properties of a GPIO chip block.
-#[derive(Clone, Debug)]
-pub struct GpioChipConfig {
-    /// Kernel-style name (`gpiochip0`).
-    pub name: String,
-    /// Functional label (`lab-gpio`).
-    pub label: String,
-    /// Number of lines (1..=1024).
-    pub lines: u32,
-}
-
-impl Default for GpioChipConfig {
-    fn default() -> Self {
-        GpioChipConfig { name: "gpiochip0".into(), label: "lab-gpio".into(), lines: 32 }
-    }
-}
-
 /// What went wrong on a software access to the chip.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LabGpioError {
@@ -217,10 +202,18 @@ impl fmt::Debug for GpioChip {
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl GpioChip {
-    /// A new chip on `lab` (see [`Lab::gpio_chip`]). `config.lines` is
-    /// clamped to 1..=1024.
-    pub fn new(lab: &Lab, mut config: GpioChipConfig) -> GpioChip {
-        config.lines = config.lines.clamp(1, 1024);
+    /// A new chip on `lab` (see [`Lab::gpio_chip`]).
+    ///
+    /// # Panics
+    /// If no chip can have `config` (see [`GpioChipConfig::validate`]);
+    /// [`try_new`](GpioChip::try_new) returns that as an error.
+    pub fn new(lab: &Lab, config: GpioChipConfig) -> GpioChip {
+        GpioChip::try_new(lab, config).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A new chip on `lab`, or why no chip can have `config`.
+    pub fn try_new(lab: &Lab, config: GpioChipConfig) -> Result<GpioChip, GpioConfigError> {
+        config.validate()?;
         let n = config.lines;
         let shared = Arc::new_cyclic(|weak| Shared {
             config,
@@ -234,7 +227,7 @@ impl GpioChip {
             scheduler: lab.scheduler().clone(),
             weak: weak.clone(),
         });
-        GpioChip { shared }
+        Ok(GpioChip { shared })
     }
 
     /// A number unique to this block in the process (clones share it).

@@ -205,3 +205,25 @@ fn a_second_remove_waits_for_the_first_to_finish() {
     assert!(!early, "the second remove returned while the first one's callbacks still ran");
     assert!(!marked, "the chip was marked gone while software was still letting go");
 }
+
+#[test]
+fn a_chip_of_no_lines_or_too_many_is_refused_saying_what_is_allowed() {
+    let lab = Lab::new(LabConfig::default());
+    let max = GpioChipConfig::MAX_LINES;
+    for lines in [0, max + 1, u32::MAX] {
+        let e = lab.try_gpio_chip(GpioChipConfig { lines, ..GpioChipConfig::default() }).unwrap_err();
+        assert_eq!(e, GpioConfigError::Lines { lines });
+        assert!(e.to_string().contains(&format!("{lines} lines; allowed: 1..={max}")), "{e}");
+    }
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        lab.gpio_chip(GpioChipConfig { lines: 0, ..GpioChipConfig::default() })
+    }));
+    let message = panic.unwrap_err().downcast::<String>().unwrap();
+    assert!(message.contains("0 lines"), "gpio_chip panics saying why: {message}");
+    // The limits themselves are chips, with every line usable.
+    for lines in [1, max] {
+        let chip = lab.try_gpio_chip(GpioChipConfig { lines, ..GpioChipConfig::default() }).unwrap();
+        chip.set_output(lines - 1, true).unwrap();
+        assert!(chip.configure(lines, &LineSetup::output(true), now()).is_err(), "line {lines} does not exist");
+    }
+}
