@@ -79,3 +79,28 @@ impl fmt::Display for SpiConfigError {
 }
 
 impl std::error::Error for SpiConfigError {}
+
+/// A device attached to a native chip select the block does not have
+/// ([`SpiController::try_attach`](super::SpiController::try_attach)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoSuchChipSelect {
+    /// The block's name.
+    pub block: &'static str,
+    /// The chip select asked for.
+    pub cs: u8,
+    /// The block's native chip selects (`0..num_cs` exist).
+    pub num_cs: u8,
+}
+
+impl fmt::Display for NoSuchChipSelect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let NoSuchChipSelect { block, cs, num_cs } = self;
+        if *num_cs == 0 {
+            write!(f, "{block} has no native chip selects (CS {cs} asked); attach with attach_external_cs")
+        } else {
+            write!(f, "{block} has {num_cs} native chip selects; CS {cs} asked, allowed: 0..={}", num_cs - 1)
+        }
+    }
+}
+
+impl std::error::Error for NoSuchChipSelect {}

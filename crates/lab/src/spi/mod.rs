@@ -18,7 +18,7 @@ use crate::pin::PinSink;
 use crate::scheduler::Scheduler;
 use crate::spin::{SpinGuard, SpinLock};
 use crate::trace::Trace;
-pub use config::{SpiConfigError, SpiControllerConfig};
+pub use config::{NoSuchChipSelect, SpiConfigError, SpiControllerConfig};
 use model::Model;
 use std::fmt;
 use std::sync::{Arc, Weak};
@@ -127,15 +127,21 @@ impl SpiController {
     /// Attaches a device model to native chip select `cs`, replacing any.
     ///
     /// # Panics
-    /// If `cs` is not below the block's `num_cs` (a wiring error in a test bench).
+    /// If `cs` is not below the block's `num_cs` (a wiring error in a test
+    /// bench); [`try_attach`](SpiController::try_attach) returns that as an error.
     pub fn attach(&self, cs: u8, device: impl SpiDeviceModel + 'static) {
-        assert!(
-            cs < self.shared.config.num_cs,
-            "{} has {} chip selects",
-            self.shared.config.name,
-            self.shared.config.num_cs
-        );
+        self.try_attach(cs, device).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Attaches a device model to native chip select `cs`, replacing any, or
+    /// says that the block has no such chip select (and attaches nothing).
+    pub fn try_attach(&self, cs: u8, device: impl SpiDeviceModel + 'static) -> Result<(), NoSuchChipSelect> {
+        let config = &self.shared.config;
+        if cs >= config.num_cs {
+            return Err(NoSuchChipSelect { block: config.name, cs, num_cs: config.num_cs });
+        }
         self.lock().attach(cs, Box::new(device));
+        Ok(())
     }
 
     /// Attaches a device whose chip select is driven from outside the block

@@ -279,3 +279,26 @@ fn a_block_without_native_chip_selects_serves_a_device_on_an_external_one() {
     assert_eq!(wait_done(&block) & (STATUS_DONE | STATUS_ERR), STATUS_DONE);
     assert_eq!(block.read(RXDATA), 0x3C, "the loopback answered on its external chip select");
 }
+
+#[test]
+fn a_device_on_a_chip_select_the_block_does_not_have_is_refused_and_nothing_changes() {
+    let (lab, block) = block(); // 4 chip selects, a loopback on CS0, asserted
+    let e = block.try_attach(4, Loopback::new()).unwrap_err();
+    assert_eq!(e, NoSuchChipSelect { block: "spi0", cs: 4, num_cs: 4 });
+    assert!(e.to_string().contains("CS 4 asked, allowed: 0..=3"), "{e}");
+    let panic =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| block.attach(9, Loopback::new()))).unwrap_err();
+    assert!(panic.downcast_ref::<String>().is_some_and(|m| m.contains("CS 9 asked")), "attach panics saying why");
+    // CS0's loopback still answers.
+    block.write(XFERLEN, 1);
+    block.write(TXDATA, 0x5A);
+    block.write(START, START_GO);
+    assert_eq!(wait_done(&block) & (STATUS_DONE | STATUS_ERR), STATUS_DONE);
+    assert_eq!(block.read(RXDATA), 0x5A);
+    // A block with no native chip selects points to the external ones.
+    let spi = SpiControllerConfig { num_cs: 0, ..SpiControllerConfig::default() };
+    let gpio_cs_only = lab.try_spi_controller(spi).unwrap();
+    let e = gpio_cs_only.try_attach(0, Loopback::new()).unwrap_err();
+    assert!(e.to_string().contains("no native chip selects") && e.to_string().contains("attach_external_cs"), "{e}");
+    assert_eq!(block.try_attach(3, Loopback::new()), Ok(()), "the last chip select exists");
+}
