@@ -80,6 +80,24 @@ fn spi_bus_without_chip_select_and_no_allocation_per_transaction() {
 }
 
 #[test]
+fn bus_calls_with_empty_buffers_send_nothing_whatever_the_word() {
+    let b = bench(Policy::fast());
+    let mut dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    let mut wide = dev.u16_words();
+    b.block.trace_start(1 << 10);
+    SpiBus::<u8>::read(&mut dev, &mut []).unwrap();
+    SpiBus::<u8>::transfer(&mut dev, &mut [], &[]).unwrap();
+    SpiBus::<u16>::read(&mut wide, &mut []).unwrap();
+    SpiBus::<u16>::write(&mut wide, &[]).unwrap();
+    SpiBus::<u16>::transfer(&mut wide, &mut [], &[]).unwrap();
+    SpiBus::<u16>::transfer_in_place(&mut wide, &mut []).unwrap();
+    assert!(b.block.trace_take().events.is_empty(), "an empty bus call selected the device");
+    assert_eq!(b.bus.stats().messages, 0);
+    SpiBus::<u16>::write(&mut wide, &[0x1234]).unwrap();
+    assert_eq!(b.bus.stats().messages, 1, "a call with data is one message");
+}
+
+#[test]
 fn empty_operations_send_nothing_and_keep_the_delays_around_them() {
     let b = bench(Policy::fast());
     let mut dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();

@@ -367,6 +367,21 @@ impl<W> spi::ErrorType for WordDevice<W> {
     type Error = SpiError;
 }
 
+/// One `SpiBus` call as its own message. Empty buffers move nothing and
+/// send nothing (no message, no CS window), as the `u8` calls do.
+fn bus_call<W: Word>(dev: &SpiDevice, op: Operation<'_, W>) -> Result<(), SpiError> {
+    let empty = match &op {
+        Operation::Read(b) | Operation::TransferInPlace(b) => b.is_empty(),
+        Operation::Write(b) => b.is_empty(),
+        Operation::Transfer(r, w) => r.is_empty() && w.is_empty(),
+        Operation::DelayNs(_) => false,
+    };
+    if empty {
+        return Ok(());
+    }
+    transaction(dev, &mut [op])
+}
+
 /// `SpiDevice` and `SpiBus` of words wider than a byte: each bus call one message.
 macro_rules! wide_word_traits {
     ($t:ty) => {
@@ -378,16 +393,16 @@ macro_rules! wide_word_traits {
 
         impl spi::SpiBus<$t> for WordDevice<$t> {
             fn read(&mut self, words: &mut [$t]) -> Result<(), SpiError> {
-                transaction(&self.dev, &mut [Operation::Read(words)])
+                bus_call(&self.dev, Operation::Read(words))
             }
             fn write(&mut self, words: &[$t]) -> Result<(), SpiError> {
-                transaction(&self.dev, &mut [Operation::Write(words)])
+                bus_call(&self.dev, Operation::Write(words))
             }
             fn transfer(&mut self, read: &mut [$t], write: &[$t]) -> Result<(), SpiError> {
-                transaction(&self.dev, &mut [Operation::Transfer(read, write)])
+                bus_call(&self.dev, Operation::Transfer(read, write))
             }
             fn transfer_in_place(&mut self, words: &mut [$t]) -> Result<(), SpiError> {
-                transaction(&self.dev, &mut [Operation::TransferInPlace(words)])
+                bus_call(&self.dev, Operation::TransferInPlace(words))
             }
             fn flush(&mut self) -> Result<(), SpiError> {
                 Ok(())
