@@ -295,6 +295,7 @@ fn inert() -> Inert {
         num_cs: 1,
         can_poll: true,
         has_irq: false,
+        mode_flags: wirespeed::spi::ModeFlags::NONE,
     })
 }
 

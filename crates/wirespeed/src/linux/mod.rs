@@ -3,3 +3,4 @@
 //! - [`gpio_cdev`]: GPIO character device uAPI v2 (`/dev/gpiochipN`).
 
 pub mod gpio_cdev;
+pub mod spidev;

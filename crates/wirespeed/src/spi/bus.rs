@@ -18,8 +18,9 @@ use super::controller::{Controller, ControllerCaps, InFlight};
 use super::device::DeviceConfig;
 use super::error::{BusStartError, InvalidMessage, SpiError};
 use super::exec::{
-    ensure_powered, execute, recover_from_panic, BusHw, DeviceState, ExecCtx, MessageSource, DRIVER_PANICKED,
+    ensure_powered, execute, recover_from_panic, BusHw, DeviceState, ExecCtx, Face, MessageSource, DRIVER_PANICKED,
 };
+use super::message::{MessageBackend, MessagePlanner};
 use super::policy::Policy;
 use super::pump;
 use super::stats::{MessageRecord, Stats, StatsSnapshot};
@@ -34,6 +35,8 @@ use wirespeed_time::{now, Instant};
 pub(crate) struct BusInner {
     pub hw: Mutex<BusHw>,
     pub caps: ControllerCaps,
+    /// A message-level backend's planner (None on controller-level buses).
+    pub planner: Option<std::sync::Arc<dyn MessagePlanner>>,
     pub policy: Policy,
     pub stats: Stats,
     pub irq_cost: IrqCost,
@@ -274,16 +277,40 @@ impl Bus {
     /// not be started.
     pub fn try_new(controller: impl Controller, policy: Policy) -> Result<Bus, BusStartError> {
         let caps = controller.caps().clone();
+        Bus::start(Face::Controller(Box::new(controller)), caps, None, policy)
+    }
+
+    /// A bus on a message-level backend (such as Linux spidev,
+    /// [`crate::linux::spidev::Spidev`]), run with `policy`: the same
+    /// devices, messages, queue and statistics as on a controller, with
+    /// chip select and timing left to the backend. The policy's switches
+    /// that drive the controller (CS deadlines, FIFO preload, completion
+    /// mode, redundant setup) have nothing to act on there.
+    ///
+    /// # Panics
+    /// If the pump thread cannot be created, as [`Bus::new`];
+    /// [`try_with_message_backend`](Bus::try_with_message_backend) returns that as an error.
+    pub fn with_message_backend(backend: impl MessageBackend, policy: Policy) -> Bus {
+        Bus::try_with_message_backend(backend, policy).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`with_message_backend`](Bus::with_message_backend), or why its pump thread could not be started.
+    pub fn try_with_message_backend(backend: impl MessageBackend, policy: Policy) -> Result<Bus, BusStartError> {
+        let caps = backend.caps().clone();
+        let planner = backend.planner();
+        Bus::start(Face::Messages(Box::new(backend)), caps, Some(planner), policy)
+    }
+
+    fn start(
+        face: Face,
+        caps: ControllerCaps,
+        planner: Option<std::sync::Arc<dyn MessagePlanner>>,
+        policy: Policy,
+    ) -> Result<Bus, BusStartError> {
         let inner = Arc::new(BusInner {
-            hw: Mutex::new(BusHw {
-                ctlr: Box::new(controller),
-                caps: caps.clone(),
-                setup: None,
-                powered: true,
-                cs_held: None,
-                transfer: 0,
-            }),
+            hw: Mutex::new(BusHw { face, caps: caps.clone(), setup: None, powered: true, cs_held: None, transfer: 0 }),
             caps,
+            planner,
             stats: Stats::new(policy.lockfree_stats),
             policy,
             irq_cost: IrqCost::measured(),

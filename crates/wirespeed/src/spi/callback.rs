@@ -127,8 +127,14 @@ mod tests {
     use std::sync::Arc;
 
     fn message(tx: u8) -> PreparedMessage {
-        PreparedMessage::new(7, vec![OwnedTransfer::write(vec![tx])], &DeviceConfig::new(0, 1_000_000), &test_caps())
-            .unwrap()
+        PreparedMessage::new(
+            7,
+            vec![OwnedTransfer::write(vec![tx])],
+            &DeviceConfig::new(0, 1_000_000),
+            &test_caps(),
+            None,
+        )
+        .unwrap()
     }
 
     /// Counts its drops; its closure's captures are what is dropped.

@@ -21,6 +21,7 @@
 //! [`transfer`]: Controller::transfer
 //! [`discard_preload`]: Controller::discard_preload
 
+use super::mode_flags::ModeFlags;
 use super::transfer::{Data, Mode};
 use std::fmt;
 use wirespeed_time::Instant;
@@ -62,6 +63,9 @@ pub struct ControllerCaps {
     pub can_poll: bool,
     /// Whether completion by interrupt is offered.
     pub has_irq: bool,
+    /// Mode bits beyond CPOL/CPHA the controller supports (a device asking
+    /// for others is refused when it is created).
+    pub mode_flags: ModeFlags,
 }
 
 impl ControllerCaps {
@@ -222,6 +226,7 @@ pub(crate) fn test_caps() -> ControllerCaps {
         num_cs: 4,
         can_poll: true,
         has_irq: true,
+        mode_flags: ModeFlags::NONE,
     }
 }
 

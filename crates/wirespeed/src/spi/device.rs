@@ -1,6 +1,7 @@
 //! [`DeviceConfig`]: one chip on a bus — its chip select, mode, clock and
 //! chip-select timing.
 
+use super::mode_flags::ModeFlags;
 use super::transfer::Mode;
 use std::fmt;
 use std::sync::Arc;
@@ -46,6 +47,9 @@ pub struct DeviceConfig {
     pub cs: ChipSelect,
     /// Clock mode.
     pub mode: Mode,
+    /// Mode bits beyond the clock mode (CS polarity, bit order, dual/quad
+    /// lines); the controller must support them ([`ControllerCaps::mode_flags`](super::ControllerCaps::mode_flags)).
+    pub flags: ModeFlags,
     /// Default clock for transfers that do not set one.
     pub speed_hz: u32,
     /// The device's maximum clock (transfers above it are rejected).
@@ -67,6 +71,7 @@ impl DeviceConfig {
         DeviceConfig {
             cs: ChipSelect::Native(cs),
             mode: Mode::Mode0,
+            flags: ModeFlags::NONE,
             speed_hz,
             max_speed_hz: speed_hz,
             bits_per_word: 8,
@@ -89,6 +94,13 @@ impl DeviceConfig {
     #[must_use]
     pub fn mode(mut self, mode: Mode) -> DeviceConfig {
         self.mode = mode;
+        self
+    }
+
+    /// Sets the mode bits beyond the clock mode.
+    #[must_use]
+    pub fn flags(mut self, flags: ModeFlags) -> DeviceConfig {
+        self.flags = flags;
         self
     }
 

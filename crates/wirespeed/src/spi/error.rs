@@ -1,5 +1,6 @@
 //! Errors of the SPI core: what was wrong, which value, what is allowed.
 
+use super::mode_flags::ModeFlags;
 use std::fmt;
 
 /// Why a message was rejected before anything was sent.
@@ -79,6 +80,45 @@ pub enum InvalidMessage {
         /// Number of native lines.
         available: u8,
     },
+    /// Mode bits the controller does not support.
+    UnsupportedModeFlags {
+        /// The bits asked for that are not supported.
+        refused: ModeFlags,
+        /// What the controller supports.
+        supported: ModeFlags,
+    },
+    /// A transfer asks for data lines the device is not set up for.
+    UnsupportedLines {
+        /// Index of the transfer.
+        index: usize,
+        /// "tx" or "rx".
+        dir: &'static str,
+        /// Lines asked for.
+        nbits: u8,
+        /// The device's mode bits.
+        device_flags: ModeFlags,
+    },
+    /// The message is larger than the backend can take in one piece where
+    /// its chip select must stay active (e.g. spidev's `bufsiz`).
+    MessageTooLarge {
+        /// Bytes that would have to go in one piece.
+        bytes: usize,
+        /// The backend's limit.
+        limit: usize,
+        /// How to raise the limit, or how to change the message.
+        hint: &'static str,
+    },
+    /// A delay longer than the backend can express.
+    DelayTooLong {
+        /// Index of the transfer.
+        index: usize,
+        /// Which delay.
+        what: &'static str,
+        /// Requested delay.
+        ns: u64,
+        /// The longest the backend can do.
+        max_ns: u64,
+    },
 }
 
 fn at(index: Option<usize>) -> String {
@@ -128,6 +168,29 @@ impl fmt::Display for InvalidMessage {
             InvalidMessage::NoSuchChipSelect { cs, available } => {
                 write!(f, "chip select {cs} does not exist; the controller has {available} (0..{available})")
             }
+            InvalidMessage::UnsupportedModeFlags { refused, supported } => {
+                write!(f, "mode bits {refused} are not supported by this controller; supported: {supported}")
+            }
+            InvalidMessage::UnsupportedLines { index, dir, nbits, device_flags } => write!(
+                f,
+                "transfer {index}: {dir} on {nbits} lines needs the device's {} flag (device flags: {device_flags}); \
+                 allowed: 1, or 2/4 with the matching DUAL/QUAD flag",
+                if *nbits == 2 {
+                    format!("{}_DUAL or {}_QUAD", dir.to_uppercase(), dir.to_uppercase())
+                } else {
+                    format!("{}_QUAD", dir.to_uppercase())
+                }
+            ),
+            InvalidMessage::MessageTooLarge { bytes, limit, hint } => write!(
+                f,
+                "{bytes} bytes must go in one piece (chip select held) but the backend takes at most {limit}: {hint}"
+            ),
+            InvalidMessage::DelayTooLong { index, what, ns, max_ns } => {
+                write!(
+                    f,
+                    "transfer {index}: {what} of {ns} ns is longer than this backend can do ({max_ns} ns at most)"
+                )
+            }
         }
     }
 }
@@ -166,7 +229,82 @@ pub enum SpiError {
     /// the lock its own thread holds. Run the message through the lock
     /// (`BusLock::sync`, `BusLock::run`) or drop the lock first. Nothing was sent.
     LockedByCaller,
+    /// A message-level backend (Linux spidev) failed the message: what the
+    /// system said and what to do about it.
+    Backend(BackendError),
 }
+
+/// What went wrong below a message-level backend (the kernel, for spidev).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BackendError {
+    /// The kernel refused a value of the message or the device (EINVAL):
+    /// a speed, word size, mode or line count the controller driver cannot do.
+    Refused {
+        /// The device node.
+        device: String,
+        /// The values sent, for the user to check against the controller.
+        detail: String,
+    },
+    /// The kernel kept mode bits other than those written: the controller refuses them.
+    ModeRefused {
+        /// The device node.
+        device: String,
+        /// Bits written.
+        asked: ModeFlags,
+        /// Bits that did not stick.
+        refused: ModeFlags,
+    },
+    /// The message was too large for the kernel (EMSGSIZE).
+    TooLarge {
+        /// The device node.
+        device: String,
+        /// Bytes sent in the refused piece.
+        bytes: usize,
+        /// The limit the backend knew of.
+        limit: usize,
+    },
+    /// The device went away (ENODEV, ENXIO, ESHUTDOWN).
+    Gone {
+        /// The device node.
+        device: String,
+    },
+    /// Another system error.
+    Os {
+        /// The device node.
+        device: String,
+        /// What was being done.
+        op: &'static str,
+        /// The errno.
+        errno: i32,
+    },
+}
+
+impl fmt::Display for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BackendError::Refused { device, detail } => write!(
+                f,
+                "{device}: the kernel's controller driver refused the message ({detail}); check the speed, bits per \
+                 word, mode and line counts against what the controller supports"
+            ),
+            BackendError::ModeRefused { device, asked, refused } => {
+                write!(f, "{device}: the controller refused mode bits {refused} (asked for {asked})")
+            }
+            BackendError::TooLarge { device, bytes, limit } => write!(
+                f,
+                "{device}: the kernel refused a message of {bytes} bytes (limit {limit}); raise spidev's buffer with \
+                 spidev.bufsiz= on the kernel command line"
+            ),
+            BackendError::Gone { device } => write!(f, "{device}: the device has gone (unbound or removed)"),
+            BackendError::Os { device, op, errno } => {
+                write!(f, "{device}: {op} failed: {}", std::io::Error::from_raw_os_error(*errno))
+            }
+        }
+    }
+}
+
+impl std::error::Error for BackendError {}
 
 impl fmt::Display for SpiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -188,6 +326,7 @@ impl fmt::Display for SpiError {
                 "sync call or bus lock from the thread that holds this bus's lock: it would wait for itself; \
                  run the message through the BusLock (lock.sync or lock.run) or drop the lock first"
             ),
+            SpiError::Backend(e) => write!(f, "{e}"),
         }
     }
 }

@@ -7,12 +7,14 @@
 use super::controller::{Completion, Controller, ControllerCaps, ControllerFault, InFlight, TransferTiming};
 use super::device::{ChipSelect, DeviceConfig};
 use super::error::{InvalidMessage, SpiError};
+use super::message::{MessageBackend, MessageView};
 use super::plan::{plan_step, Step};
 use super::policy::Policy;
 use super::stats::Stats;
 use super::transfer::{Data, Mode, Transfer};
 use super::waits::{classic_delay_ns, wait_until};
 use super::wakeup::IrqCost;
+use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use wirespeed_time::{now, Deadline, Instant};
@@ -40,9 +42,16 @@ pub(crate) struct HeldCs {
     pub last_off: Arc<AtomicU64>,
 }
 
+/// The backend of a bus: a controller the core drives transfer by
+/// transfer, or a backend that takes whole messages.
+pub(crate) enum Face {
+    Controller(Box<dyn Controller>),
+    Messages(Box<dyn MessageBackend>),
+}
+
 /// The hardware side of a bus, owned by whoever holds the bus.
 pub(crate) struct BusHw {
-    pub ctlr: Box<dyn Controller>,
+    pub face: Face,
     pub caps: ControllerCaps,
     pub setup: Option<(Mode, u32, u8)>,
     pub powered: bool,
@@ -51,6 +60,25 @@ pub(crate) struct BusHw {
     /// The transfer the running message is at: a panic in the driver fails
     /// the message with this index.
     pub transfer: usize,
+}
+
+impl BusHw {
+    /// The controller of a controller-level bus. Only the controller path
+    /// calls it: [`execute`] hands message-level buses their whole message
+    /// before that path starts.
+    fn ctlr(&mut self) -> &mut dyn Controller {
+        match &mut self.face {
+            Face::Controller(c) => c.as_mut(),
+            Face::Messages(_) => unreachable!("the controller path runs only on controller-level buses"),
+        }
+    }
+
+    /// Powers the backend up or down (a message-level backend has nothing to power).
+    pub(crate) fn set_power(&mut self, on: bool) {
+        if let Face::Controller(c) = &mut self.face {
+            c.set_power(on);
+        }
+    }
 }
 
 impl std::fmt::Debug for BusHw {
@@ -64,6 +92,28 @@ pub(crate) trait MessageSource {
     fn count(&self) -> usize;
     fn step(&self, i: usize, dev: &DeviceConfig, caps: &ControllerCaps) -> Result<Step, InvalidMessage>;
     fn data(&mut self, i: usize) -> Data<'_>;
+    /// A message-level backend's translation of the message, made when it was prepared.
+    fn backend_plan(&mut self) -> Option<&mut (dyn Any + Send)> {
+        None
+    }
+}
+
+/// Adapts `&mut M` (possibly unsized) to a sized `dyn MessageSource`.
+pub(crate) struct MsgRef<'m, M: MessageSource + ?Sized>(pub &'m mut M);
+
+impl<M: MessageSource + ?Sized> MessageSource for MsgRef<'_, M> {
+    fn count(&self) -> usize {
+        self.0.count()
+    }
+    fn step(&self, i: usize, dev: &DeviceConfig, caps: &ControllerCaps) -> Result<Step, InvalidMessage> {
+        self.0.step(i, dev, caps)
+    }
+    fn data(&mut self, i: usize) -> Data<'_> {
+        self.0.data(i)
+    }
+    fn backend_plan(&mut self) -> Option<&mut (dyn Any + Send)> {
+        self.0.backend_plan()
+    }
 }
 
 pub(crate) fn reborrow<'b>(d: &'b mut Data<'_>) -> Data<'b> {
@@ -119,7 +169,7 @@ pub(crate) struct ExecCtx<'a> {
 /// deadline depends on it (`stamp`), so that zero CS times cost no clock read.
 fn drive_cs(hw: &mut BusHw, cs: &ChipSelect, active: bool, stamp: bool) -> Result<Instant, SpiError> {
     match cs {
-        ChipSelect::Native(n) => hw.ctlr.set_cs(*n, active),
+        ChipSelect::Native(n) => hw.ctlr().set_cs(*n, active),
         ChipSelect::Gpio(pin) => pin.set_active(active).map_err(SpiError::ChipSelect)?,
         ChipSelect::None => {}
     }
@@ -155,7 +205,7 @@ pub(crate) fn ensure_powered(hw: &mut BusHw) -> bool {
     if hw.powered {
         return false;
     }
-    hw.ctlr.set_power(true);
+    hw.set_power(true);
     hw.powered = true;
     hw.setup = None;
     true
@@ -173,7 +223,9 @@ pub(crate) const DRIVER_PANICKED: &str =
 pub(crate) fn recover_from_panic(hw: &mut BusHw, dev: &DeviceState) {
     hw.setup = None;
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        hw.ctlr.abort();
+        if let Face::Controller(c) = &mut hw.face {
+            c.abort();
+        }
         let _ = release_held_cs(hw);
         release_after_failure(hw, dev);
     }));
@@ -215,6 +267,9 @@ pub(crate) fn execute<M: MessageSource + ?Sized>(
     msg: &mut M,
     in_flight: &mut InFlight<'_>,
 ) -> Result<(), SpiError> {
+    if let Face::Messages(backend) = &mut hw.face {
+        return run_message(backend.as_mut(), &hw.caps, dev, ctx, msg);
+    }
     let mut cs_active = hw.cs_held.as_ref().is_some_and(|h| h.device == dev.id);
     if !cs_active {
         release_held_cs(hw)?;
@@ -235,6 +290,26 @@ pub(crate) fn execute<M: MessageSource + ?Sized>(
         release_after_failure(hw, dev);
     }
     result
+}
+
+/// Hands a whole message to a message-level backend, which drives chip
+/// select and timing itself; counts its transfers when it succeeds.
+fn run_message<M: MessageSource + ?Sized>(
+    backend: &mut dyn MessageBackend,
+    caps: &ControllerCaps,
+    dev: &DeviceState,
+    ctx: &ExecCtx<'_>,
+    msg: &mut M,
+) -> Result<(), SpiError> {
+    let mut src = MsgRef(msg);
+    backend.run(&dev.cfg, &mut MessageView::new(&mut src, &dev.cfg, caps))?;
+    for i in 0..src.count() {
+        let st = src.step(i, &dev.cfg, caps)?;
+        if st.len > 0 {
+            ctx.stats.transfer(st.tx, st.rx, st.len);
+        }
+    }
+    Ok(())
 }
 
 /// Releases `dev`'s chip select after its message failed (best effort: a
@@ -263,14 +338,14 @@ fn run_steps<M: MessageSource + ?Sized>(
         let st = msg.step(i, cfg, &hw.caps)?;
         let setup = (cfg.mode, st.speed_hz, st.bits);
         if !policy.skip_redundant_setup || hw.setup != Some(setup) {
-            hw.ctlr.configure(cfg.mode, st.speed_hz, st.bits);
+            hw.ctlr().configure(cfg.mode, st.speed_hz, st.bits);
             hw.setup = Some(setup);
         }
         let mut data = msg.data(i);
         let mut preloaded = 0;
         if !*cs_active {
             if policy.preload_fifo && st.word_delay_ns == 0 && st.len > 0 {
-                preloaded = hw.ctlr.preload(&data, st.bits);
+                preloaded = hw.ctlr().preload(&data, st.bits);
             }
             if policy.cs_deadlines && cfg.cs_inactive_ns > 0 {
                 let off = Instant::from_ns(dev.last_cs_off.load(Ordering::Relaxed));
@@ -280,7 +355,7 @@ fn run_steps<M: MessageSource + ?Sized>(
                 Ok(t) => t,
                 Err(e) => {
                     if preloaded > 0 {
-                        hw.ctlr.discard_preload();
+                        hw.ctlr().discard_preload();
                     }
                     return Err(e);
                 }
@@ -299,7 +374,7 @@ fn run_steps<M: MessageSource + ?Sized>(
         } else if st.word_delay_ns > 0 {
             run_word_by_word(hw, &mut data, &st, policy, timeout_ns, in_flight)
         } else {
-            hw.ctlr.transfer(&mut data, st.bits, preloaded, completion, timeout_ns, in_flight)
+            hw.ctlr().transfer(&mut data, st.bits, preloaded, completion, timeout_ns, in_flight)
         }
         .map_err(|f| match f {
             ControllerFault::Timeout => SpiError::Timeout { index: i, waited_us: timeout_ns / 1_000 },
@@ -376,7 +451,7 @@ fn run_word_by_word(
             Data::Duplex(t, x) => Data::Duplex(&t[r.clone()], &mut x[r]),
             Data::InPlace(b) => Data::InPlace(&mut b[r]),
         };
-        let t = hw.ctlr.transfer(&mut one, st.bits, 0, completion, timeout_ns, in_flight)?;
+        let t = hw.ctlr().transfer(&mut one, st.bits, 0, completion, timeout_ns, in_flight)?;
         let done = t.completed.unwrap_or_else(now);
         first.get_or_insert(t.started.unwrap_or(done));
         last = Some(done);

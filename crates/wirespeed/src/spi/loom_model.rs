@@ -78,6 +78,7 @@ fn bus() -> (Bus, SpiDevice, SpiDevice, Log) {
         num_cs: 2,
         can_poll: true,
         has_irq: false,
+        mode_flags: super::ModeFlags::NONE,
     };
     let policy = Policy { idle_delay: Duration::from_secs(3600), ..Policy::fast() };
     let bus = Bus::new(Fake { caps, cs: None, log: log.clone() }, policy);

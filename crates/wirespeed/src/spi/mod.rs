@@ -59,6 +59,9 @@
 //!
 //! # For controller-driver authors
 //! Implement [`Controller`]; see its documentation for the call order.
+//! A backend that takes whole messages and drives chip select itself (such
+//! as Linux spidev) implements [`MessageBackend`] instead and is put under
+//! a bus with [`Bus::with_message_backend`]; nothing above sees the difference.
 
 mod bus;
 mod callback;
@@ -70,6 +73,8 @@ mod exec;
 mod lock_owner;
 #[cfg(all(test, loom))]
 mod loom_model;
+mod message;
+mod mode_flags;
 mod plan;
 mod policy;
 mod prepared;
@@ -83,7 +88,9 @@ pub use bus::Bus;
 pub use controller::{ClockModel, Completion, Controller, ControllerCaps, ControllerFault, InFlight, TransferTiming};
 pub use device::{ChipSelect, CsPin, DeviceConfig};
 pub use eh::WordDevice;
-pub use error::{BusStartError, InvalidMessage, SpiError};
+pub use error::{BackendError, BusStartError, InvalidMessage, SpiError};
+pub use message::{EffectiveTiming, MessageBackend, MessagePlanner, MessageView, TransferSpec};
+pub use mode_flags::ModeFlags;
 pub use policy::Policy;
 pub use prepared::{Finished, OwnedTransfer, Pending, PreparedMessage};
 pub use stats::StatsSnapshot;
@@ -151,7 +158,19 @@ impl SpiDevice {
 
     /// Validates a message once for this device.
     pub fn prepare(&self, transfers: Vec<OwnedTransfer>) -> Result<PreparedMessage, InvalidMessage> {
-        PreparedMessage::new(self.state.id, transfers, &self.state.cfg, &self.bus.inner.caps)
+        let inner = &self.bus.inner;
+        PreparedMessage::new(self.state.id, transfers, &self.state.cfg, &inner.caps, inner.planner.as_deref())
+    }
+
+    /// The timing the device really gets: its [`DeviceConfig`] CS times and
+    /// clock as the backend can do them, rounded up, never down (exact on a
+    /// controller the core drives; microseconds on Linux spidev).
+    pub fn effective_timing(&self) -> EffectiveTiming {
+        let inner = &self.bus.inner;
+        match &inner.planner {
+            Some(p) => p.effective_timing(&self.state.cfg),
+            None => EffectiveTiming::exact(&self.state.cfg, &inner.caps),
+        }
     }
 
     fn check_owner(&self, msg: &PreparedMessage) -> Result<(), SpiError> {

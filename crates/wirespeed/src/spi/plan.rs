@@ -6,20 +6,37 @@ use super::device::{ChipSelect, DeviceConfig};
 use super::error::InvalidMessage;
 use super::transfer::Transfer;
 
-/// A validated transfer: everything the executor needs, precomputed.
+/// A validated transfer with the device's defaults applied: everything the
+/// executor (or a [`MessageBackend`](super::MessageBackend), which sees it as
+/// [`TransferSpec`](super::TransferSpec)) needs, precomputed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Step {
+pub struct Step {
+    /// Bytes moved (0 only for a CS window of delays, from embedded-hal).
     pub len: usize,
+    /// Bits per word.
     pub bits: u8,
+    /// The clock asked for.
     pub speed_hz: u32,
+    /// Expected wire time at the SCLK the controller makes of `speed_hz`.
     pub wire_ns: u64,
+    /// Wait before the transfer starts, CS active (embedded-hal `DelayNs`).
     pub delay_before_ns: u64,
+    /// Wait after the transfer, before CS changes.
     pub delay_after_ns: u64,
+    /// Kernel `cs_change` (see [`Transfer::cs_change`](super::Transfer::cs_change)).
     pub cs_change: bool,
+    /// CS inactive time of a `cs_change` inside the message (None: the device's `cs_inactive_ns`).
     pub cs_change_delay_ns: Option<u32>,
+    /// Pause between words.
     pub word_delay_ns: u32,
+    /// Whether TX bytes are sent (else zeros).
     pub tx: bool,
+    /// Whether RX bytes are kept.
     pub rx: bool,
+    /// TX data lines (1, 2 or 4).
+    pub tx_nbits: u8,
+    /// RX data lines (1, 2 or 4).
+    pub rx_nbits: u8,
 }
 
 impl Step {
@@ -36,6 +53,8 @@ impl Step {
         word_delay_ns: 0,
         tx: false,
         rx: false,
+        tx_nbits: 1,
+        rx_nbits: 1,
     };
 }
 
@@ -55,8 +74,29 @@ pub(crate) fn check_device(dev: &DeviceConfig, caps: &ControllerCaps) -> Result<
             return Err(InvalidMessage::NoSuchChipSelect { cs, available: caps.num_cs });
         }
     }
+    let refused = dev.flags.without(caps.mode_flags);
+    if !refused.is_empty() {
+        return Err(InvalidMessage::UnsupportedModeFlags { refused, supported: caps.mode_flags });
+    }
     check_speed(None, dev.speed_hz, dev, caps)?;
     check_bits(None, dev.bits_per_word, caps)
+}
+
+/// The data lines a transfer asks for, checked against the device's dual/quad flags.
+fn check_lines(index: usize, nbits: u8, dir: &'static str, dev: &DeviceConfig) -> Result<u8, InvalidMessage> {
+    use super::mode_flags::ModeFlags as F;
+    let (dual, quad) = if dir == "tx" { (F::TX_DUAL, F::TX_QUAD) } else { (F::RX_DUAL, F::RX_QUAD) };
+    let ok = match nbits {
+        0 | 1 => return Ok(1),
+        2 => dev.flags.contains(dual) || dev.flags.contains(quad),
+        4 => dev.flags.contains(quad),
+        _ => false,
+    };
+    if ok {
+        Ok(nbits)
+    } else {
+        Err(InvalidMessage::UnsupportedLines { index, dir, nbits, device_flags: dev.flags })
+    }
 }
 
 fn check_bits(index: Option<usize>, bits: u8, caps: &ControllerCaps) -> Result<(), InvalidMessage> {
@@ -107,6 +147,8 @@ pub(crate) fn plan_step(
     st.cs_change = t.cs_change;
     st.cs_change_delay_ns = t.cs_change_delay_ns;
     st.word_delay_ns = t.word_delay_ns;
+    st.tx_nbits = check_lines(index, t.tx_nbits, "tx", dev)?;
+    st.rx_nbits = check_lines(index, t.rx_nbits, "rx", dev)?;
     Ok(st)
 }
 

@@ -32,6 +32,7 @@ use super::controller::ControllerCaps;
 use super::device::DeviceConfig;
 use super::error::{InvalidMessage, SpiError};
 use super::exec::{DeviceState, MessageSource};
+use super::message::MessagePlanner;
 use super::plan::{plan_step, Step};
 use super::transfer::{Data, Transfer};
 use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
@@ -78,6 +79,10 @@ pub struct OwnedTransfer {
     pub cs_change_delay_ns: Option<u32>,
     /// See [`Transfer::word_delay_ns`].
     pub word_delay_ns: u32,
+    /// See [`Transfer::tx_nbits`].
+    pub tx_nbits: u8,
+    /// See [`Transfer::rx_nbits`].
+    pub rx_nbits: u8,
 }
 
 impl OwnedTransfer {
@@ -90,6 +95,8 @@ impl OwnedTransfer {
             cs_change: false,
             cs_change_delay_ns: None,
             word_delay_ns: 0,
+            tx_nbits: 0,
+            rx_nbits: 0,
         }
     }
     /// Sends `tx`.
@@ -130,6 +137,8 @@ impl OwnedTransfer {
             cs_change: self.cs_change,
             cs_change_delay_ns: self.cs_change_delay_ns,
             word_delay_ns: self.word_delay_ns,
+            tx_nbits: self.tx_nbits,
+            rx_nbits: self.rx_nbits,
         }
     }
 }
@@ -160,6 +169,8 @@ pub struct PreparedMessage {
     device_id: u64,
     transfers: Vec<OwnedTransfer>,
     steps: Vec<Step>,
+    /// A message-level backend's translation, made once when prepared.
+    backend_plan: Option<Box<dyn std::any::Any + Send>>,
     slot: Arc<Slot>,
 }
 
@@ -175,6 +186,7 @@ impl PreparedMessage {
         mut transfers: Vec<OwnedTransfer>,
         dev: &DeviceConfig,
         caps: &ControllerCaps,
+        planner: Option<&dyn MessagePlanner>,
     ) -> Result<PreparedMessage, InvalidMessage> {
         if transfers.is_empty() {
             return Err(InvalidMessage::Empty);
@@ -184,9 +196,10 @@ impl PreparedMessage {
             .enumerate()
             .map(|(i, t)| t.allocate(i).and_then(|()| plan_step(i, &t.view(), dev, caps)))
             .collect::<Result<Vec<_>, _>>()?;
+        let backend_plan = planner.map(|p| p.plan(dev, &steps)).transpose()?;
         let slot =
             Arc::new(Slot { state: Mutex::new(SlotState::default()), cv: Condvar::new(), bus: AtomicUsize::new(0) });
-        Ok(PreparedMessage { device_id, transfers, steps, slot })
+        Ok(PreparedMessage { device_id, transfers, steps, backend_plan, slot })
     }
 
     pub(crate) fn device_id(&self) -> u64 {
@@ -236,6 +249,9 @@ impl MessageSource for PreparedMessage {
     #[inline]
     fn data(&mut self, i: usize) -> Data<'_> {
         self.transfers[i].buffers.data()
+    }
+    fn backend_plan(&mut self) -> Option<&mut (dyn std::any::Any + Send)> {
+        self.backend_plan.as_deref_mut()
     }
 }
 

@@ -13,7 +13,7 @@
 use super::bus::BusInner;
 use super::controller::InFlight;
 use super::error::SpiError;
-use super::exec::{BusHw, DeviceState, MessageSource};
+use super::exec::{BusHw, DeviceState, MessageSource, MsgRef};
 use super::prepared::AsyncJob;
 use crate::sync::{thread, thread_local, Arc, Condvar, Mutex, Ordering};
 use std::ptr::NonNull;
@@ -118,26 +118,6 @@ pub(crate) fn sync_via_pump<M: MessageSource + ?Sized>(
         return Err(SpiError::BusGone);
     }
     job.done.take()
-}
-
-/// Adapts `&mut M` (possibly unsized) to a sized `dyn MessageSource`.
-struct MsgRef<'m, M: MessageSource + ?Sized>(&'m mut M);
-
-impl<M: MessageSource + ?Sized> MessageSource for MsgRef<'_, M> {
-    fn count(&self) -> usize {
-        self.0.count()
-    }
-    fn step(
-        &self,
-        i: usize,
-        dev: &super::DeviceConfig,
-        caps: &super::ControllerCaps,
-    ) -> Result<super::plan::Step, super::InvalidMessage> {
-        self.0.step(i, dev, caps)
-    }
-    fn data(&mut self, i: usize) -> super::Data<'_> {
-        self.0.data(i)
-    }
 }
 
 pub(crate) fn spawn(inner: Arc<BusInner>) -> std::io::Result<thread::JoinHandle<()>> {
@@ -321,7 +301,7 @@ fn teardown_if_idle(inner: &BusInner) {
     let mut hw = inner.lock_hw();
     if hw.powered && now().as_ns() >= idle_at(inner) && inner.queue_len.load(Ordering::Acquire) == 0 {
         let _ = super::exec::release_held_cs(&mut hw);
-        hw.ctlr.set_power(false);
+        hw.set_power(false);
         hw.powered = false;
         inner.powered.store(false, Ordering::Release);
         inner.teardowns.fetch_add(1, Ordering::Relaxed);

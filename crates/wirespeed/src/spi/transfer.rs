@@ -61,6 +61,14 @@ macro_rules! transfer_options_builder {
             self.word_delay_ns = ns;
             self
         }
+        /// Shifts TX and RX on this many data lines (1, 2 or 4; 0 = 1); more
+        /// than one needs the device's dual/quad [`ModeFlags`](crate::spi::ModeFlags).
+        #[must_use]
+        pub fn nbits(mut self, tx: u8, rx: u8) -> Self {
+            self.tx_nbits = tx;
+            self.rx_nbits = rx;
+            self
+        }
     };
 }
 pub(crate) use transfer_options_builder;
@@ -121,6 +129,10 @@ pub struct Transfer<'a> {
     pub cs_change_delay_ns: Option<u32>,
     /// Pause between words (ns); 0 = back to back.
     pub word_delay_ns: u32,
+    /// Data lines for TX: 0 or 1 single, 2 dual, 4 quad.
+    pub tx_nbits: u8,
+    /// Data lines for RX: 0 or 1 single, 2 dual, 4 quad.
+    pub rx_nbits: u8,
 }
 
 impl<'a> Transfer<'a> {
@@ -133,6 +145,8 @@ impl<'a> Transfer<'a> {
             cs_change: false,
             cs_change_delay_ns: None,
             word_delay_ns: 0,
+            tx_nbits: 0,
+            rx_nbits: 0,
         }
     }
     /// A write-only transfer.

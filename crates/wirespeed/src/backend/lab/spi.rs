@@ -87,6 +87,7 @@ impl LabSpi {
             num_cs: cfg.num_cs.min(regs::CS_LINE_MASK as u8 + 1),
             can_poll: true,
             has_irq: true,
+            mode_flags: crate::spi::ModeFlags::NONE,
         };
         let mut spi = LabSpi { block, caps, fifo_bytes, preloaded: 0, words_buf: Vec::with_capacity(fifo_bytes) };
         // The block may have been left powered down (by an earlier driver's
