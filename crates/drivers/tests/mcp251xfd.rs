@@ -2,8 +2,9 @@
 //! overflow, CRC), and the failed-probe lifecycle.
 
 use std::time::Duration;
-use wirespeed::backend::lab::{gpio as labgpio, LabSpi};
+use wirespeed::backend::lab::{gpio as labgpio, LabSpi, LabSpidevIo};
 use wirespeed::gpio::{Edge, LineSettings, RequestConfig};
+use wirespeed::linux::spidev::{Limits, Spidev};
 use wirespeed::spi::{Bus as SpiBus, Policy};
 use wirespeed::time::now;
 use wirespeed_drivers::can::{CanId, Frame};
@@ -28,7 +29,19 @@ struct Rig {
     int: Option<wirespeed::gpio::LineRequest>,
 }
 
+/// How the driver reaches the chip: the stack's controller driver for the
+/// lab block, or the spidev backend over an emulated spidev node of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    Controller,
+    Spidev,
+}
+
 fn rig(bitrate: u32) -> Rig {
+    rig_on(bitrate, Path::Controller)
+}
+
+fn rig_on(bitrate: u32, path: Path) -> Rig {
     let lab = Lab::new(LabConfig::default());
     let can = CanBus::new(&lab, "can0", BitRates::new(bitrate, 2_000_000)).unwrap();
     let dev = Mcp2518fd::new(&lab, Mcp2518fdConfig::default());
@@ -42,6 +55,14 @@ fn rig(bitrate: u32) -> Rig {
         .request_lines(&RequestConfig::new("mcp2518fd-int").line(INT_LINE, LineSettings::input().edge(Edge::Falling)))
         .unwrap();
     let bus = SpiBus::new(LabSpi::new(block.clone()), Policy::fast());
+    let bus = match path {
+        Path::Controller => bus,
+        Path::Spidev => {
+            let limits = Limits::with_bufsiz(Limits::DEFAULT_BUFSIZ);
+            let node = LabSpidevIo::new(bus, 0, 40_000_000, limits);
+            SpiBus::with_message_backend(Spidev::with_io(node, "lab spidev0.0", limits).unwrap(), Policy::fast())
+        }
+    };
     let spi = bus.device(mcp251xfd::device_config(0, 40_000_000)).unwrap();
     Rig { _lab: lab, can, dev, block, _gpio: gpio, spi, int: Some(int) }
 }
@@ -72,8 +93,13 @@ fn init_programs_timing_fifos_and_mode() {
 
 #[test]
 fn echo_through_the_driver_with_timestamps() {
-    for (crc, tx_timestamps) in [(false, true), (true, true), (false, false)] {
-        let mut r = rig(500_000);
+    for (crc, tx_timestamps, path) in [
+        (false, true, Path::Controller),
+        (true, true, Path::Controller),
+        (false, false, Path::Controller),
+        (true, true, Path::Spidev),
+    ] {
+        let mut r = rig_on(500_000, path);
         let rec = Recorder::attach(&r.can, 1024);
         let gen =
             Generator::attach(&r.can, "cangen", GeneratorConfig { count: 50, gap_ns: 2_000_000, ..Default::default() })
@@ -85,7 +111,7 @@ fn echo_through_the_driver_with_timestamps() {
             let f = d
                 .recv(Some(Duration::from_secs(2)))
                 .unwrap()
-                .unwrap_or_else(|| panic!("frame {i} never came (crc {crc})"));
+                .unwrap_or_else(|| panic!("frame {i} never came (crc {crc}, {path:?})"));
             let ts = f.timestamp.unwrap();
             assert!(ts > last_ts || i == 0, "timestamps increase");
             last_ts = ts;
@@ -115,7 +141,7 @@ fn echo_through_the_driver_with_timestamps() {
             .collect();
         assert!(
             bad.is_empty(),
-            "echoes carry the payloads in order (crc {crc}, ts {tx_timestamps}): {bad:?} of {}",
+            "echoes carry the payloads in order (crc {crc}, ts {tx_timestamps}, {path:?}): {bad:?} of {}",
             sent.len()
         );
         let s = d.stats();

@@ -137,7 +137,7 @@ pub trait MessagePlanner: Send + Sync + 'static {
     fn effective_timing(&self, dev: &DeviceConfig) -> EffectiveTiming;
 }
 
-/// A backend that takes whole messages (see the [module docs](self)).
+/// A backend that takes whole messages: it drives chip select and timing itself.
 pub trait MessageBackend: Send + 'static {
     /// What the backend can do; the core validates messages against it.
     fn caps(&self) -> &ControllerCaps;

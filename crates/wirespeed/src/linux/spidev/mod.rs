@@ -17,7 +17,7 @@
 //!   must be cut (see [`plan`]'s rules: above `bufsiz`, a long `cs_change`
 //!   gap, a GPIO chip select), and only where CS may drop. A window that
 //!   cannot be cut and does not fit is refused, nothing sent.
-//! - The mode (CPOL/CPHA and [`ModeFlags`](crate::spi::ModeFlags)) is
+//! - The mode (CPOL/CPHA and [`ModeFlags`]) is
 //!   written with `SPI_IOC_WR_MODE32` only when it changes, read back and
 //!   compared: bits that did not stick fail the message with
 //!   [`BackendError::ModeRefused`].
