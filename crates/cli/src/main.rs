@@ -1,4 +1,5 @@
-//! The `wirespeed` command: benchmarks on the lab, lab tools, the demo.
+//! The `wirespeed` command: benchmarks on the lab, lab tools, the demo, and
+//! `list` (what SPI and GPIO devices there are to talk to).
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -6,6 +7,7 @@ use std::process::ExitCode;
 mod bench_cmd;
 mod host_flag;
 mod lab_cmd;
+mod list_cmd;
 mod realtime_flag;
 
 /// wirespeed: low-latency peripheral I/O for Linux, run on the emulated lab.
@@ -24,6 +26,14 @@ enum Command {
     /// Look at the emulated hardware directly (bus traces).
     #[command(subcommand)]
     Lab(lab_cmd::LabCommand),
+    /// What there is to talk to: spidev nodes, other SPI devices, GPIO chips, the lab.
+    ///
+    /// spidev nodes (/dev/spidevB.C = bus B, chip select C) with their
+    /// driver, device-tree node and controller; SPI devices a kernel driver
+    /// holds, with the commands that hand one to spidev; GPIO chips (or why
+    /// one did not open); spidev's message size limit (bufsiz); and the
+    /// emulated lab with the commands that use each part.
+    List(list_cmd::ListArgs),
     /// Seed 000's CAN echo on the lab, classic against fast, in a few
     /// seconds: the quick `bench canecho` and its table.
     Demo {
@@ -40,6 +50,7 @@ fn main() -> ExitCode {
         Command::Bench(b) => bench_cmd::run(b),
         Command::Demo { realtime, host } => bench_cmd::demo(realtime, host),
         Command::Lab(l) => lab_cmd::run(l),
+        Command::List(l) => list_cmd::run(l).map_err(|e| e.to_string()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

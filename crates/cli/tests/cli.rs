@@ -210,3 +210,103 @@ fn spi_reports_the_clock_it_ran_beside_the_one_asked() {
     let at_clock = 72.0 / clock as f64 * 1e6;
     assert!((wire - at_clock).abs() < 0.002, "wire {wire} µs, 72 bits at {clock} Hz = {at_clock} µs");
 }
+
+#[test]
+fn list_json_is_one_object_that_lists_the_lab() {
+    let j = json(&["list", "--json"]);
+    for key in ["spidev", "spi_devices", "gpio_chips", "lab"] {
+        assert!(j[key].is_array(), "{key} is not an array: {j}");
+    }
+    assert!(j["spidev_bufsiz"].is_null() || j["spidev_bufsiz"].as_u64().is_some(), "{j}");
+    let lab: Vec<&str> = j["lab"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
+    for part in ["spi-controller", "gpio-chip", "mcp2518fd", "loopback", "can-bus"] {
+        assert!(lab.contains(&part), "the lab lacks {part}: {lab:?}");
+    }
+    let demo = &j["lab"].as_array().unwrap().iter().find(|p| p["name"] == "mcp2518fd").unwrap()["commands"];
+    assert!(demo.as_array().unwrap().iter().any(|c| c == "wirespeed demo"), "{demo}");
+    // The table says plainly when there is nothing (this machine's kernel has no spidev).
+    let out = wirespeed(&["list"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("The lab") && text.contains("wirespeed demo"), "{text}");
+    if j["spidev"].as_array().unwrap().is_empty() {
+        assert!(text.contains("no /dev/spidev") && text.contains("dtparam=spi=on"), "{text}");
+    }
+}
+
+#[test]
+fn list_reads_a_board_tree_under_root() {
+    use std::os::unix::fs::symlink;
+    let root = std::env::temp_dir().join(format!("wirespeed-cli-list-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let mk = |rel: &str, content: &[u8]| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    };
+    let ln = |from: &str, to: &str| {
+        let p = root.join(from);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        symlink(format!("{}{to}", "../".repeat(from.split('/').count() - 1)), p).unwrap();
+    };
+    let ctrl = "sys/devices/platform/soc/fe204000.spi";
+    let (d0, d1) = (format!("{ctrl}/spi_master/spi0/spi0.0"), format!("{ctrl}/spi_master/spi0/spi0.1"));
+    std::fs::create_dir_all(root.join("sys/bus/spi/drivers/spidev")).unwrap();
+    std::fs::create_dir_all(root.join("sys/bus/spi/drivers/mcp251xfd")).unwrap();
+    std::fs::create_dir_all(root.join("sys/bus/platform/drivers/spi-bcm2835")).unwrap();
+    mk("sys/firmware/devicetree/base/spi/spidev@0/compatible", b"rohm,dh2228fv\0");
+    mk("sys/firmware/devicetree/base/spi/spidev@0/spi-max-frequency", &1_000_000u32.to_be_bytes());
+    ln(&format!("{ctrl}/driver"), "sys/bus/platform/drivers/spi-bcm2835");
+    ln(&format!("{ctrl}/spi_master/spi0/device"), ctrl);
+    ln("sys/class/spi_master/spi0", &format!("{ctrl}/spi_master/spi0"));
+    mk(&format!("{d0}/modalias"), b"spi:dh2228fv\n");
+    ln(&format!("{d0}/driver"), "sys/bus/spi/drivers/spidev");
+    ln(&format!("{d0}/of_node"), "sys/firmware/devicetree/base/spi/spidev@0");
+    ln(&format!("{d0}/spidev/spidev0.0/device"), &d0);
+    ln("sys/class/spidev/spidev0.0", &format!("{d0}/spidev/spidev0.0"));
+    mk(&format!("{d1}/modalias"), b"spi:mcp2518fd\n");
+    ln(&format!("{d1}/driver"), "sys/bus/spi/drivers/mcp251xfd");
+    ln("sys/bus/spi/devices/spi0.0", &d0);
+    ln("sys/bus/spi/devices/spi0.1", &d1);
+    mk("sys/module/spidev/parameters/bufsiz", b"65536\n");
+    mk("dev/spidev0.0", b"");
+    mk("dev/gpiochip0", b"");
+    let r = root.to_str().unwrap();
+
+    let j = json(&["list", "--json", "--root", r]);
+    assert_eq!(j["spidev_bufsiz"], 65536);
+    let n = &j["spidev"][0];
+    assert_eq!((n["bus"].as_u64(), n["cs"].as_u64(), n["device"].as_str()), (Some(0), Some(0), Some("spi0.0")), "{n}");
+    assert_eq!((n["driver"].as_str(), n["compatible"][0].as_str()), (Some("spidev"), Some("rohm,dh2228fv")), "{n}");
+    assert_eq!(n["spi_max_frequency_hz"], 1_000_000);
+    assert_eq!(n["controller"]["driver"], "spi-bcm2835");
+    assert_eq!(n["node"], "not a device", "a plain file stands in for the node");
+    let other = &j["spi_devices"][0];
+    assert_eq!((other["name"].as_str(), other["driver"].as_str()), (Some("spi0.1"), Some("mcp251xfd")), "{other}");
+    assert!(other["rebind_to_spidev"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c == "echo spi0.1 > /sys/bus/spi/drivers/mcp251xfd/unbind"));
+    assert_eq!(j["spi_devices"].as_array().unwrap().len(), 1, "spidev-bound spi0.0 is listed once, as a node");
+    assert!(j["gpio_chips"][0]["error"].as_str().unwrap().contains("no GPIO chip"), "{j}");
+
+    let out = wirespeed(&["list", "--root", r]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for needle in [
+        "bus 0, chip select 0",
+        "compatible rohm,dh2228fv; spi-max-frequency 1000000 Hz",
+        "controller spi0: fe204000.spi, driver spi-bcm2835",
+        "bufsiz: 65536",
+        "echo spidev > /sys/bus/spi/devices/spi0.1/driver_override",
+    ] {
+        assert!(text.contains(needle), "lacks {needle:?}:\n{text}");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn list_refuses_a_root_that_is_not_a_directory() {
+    refused(&["list", "--root", "/nonexistent/wirespeed"], &["--root /nonexistent/wirespeed", "dev/ and sys/"]);
+    refused(&["list", "--json", "--root", "/proc/self/status"], &["not a directory"]);
+}
