@@ -52,6 +52,15 @@ pub enum BenchCommand {
         /// Write the bus trace of 20 fast and 20 classic messages as VCD to this file.
         #[arg(long)]
         vcd: Option<std::path::PathBuf>,
+        /// Where the messages go: `lab` (the default: the lab's SPI block with a
+        /// loopback, driven by the stack), a spidev node such as /dev/spidev0.0
+        /// (both policies on the same real device; CS figures and the instant
+        /// wire need the lab's bus trace and are null there), or `lab-spidev`
+        /// (the spidev backend on an emulated node of a lab loopback). On a
+        /// real device the bytes sent are 0xA5: point it at a loopback or a
+        /// device that ignores them.
+        #[arg(long, default_value = "lab", value_name = "DEVICE")]
+        dev: wirespeed_bench::spi::target::Target,
         /// Print one JSON object instead of tables.
         #[arg(long)]
         json: bool,
@@ -135,7 +144,20 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             let r = wirespeed_bench::canecho::run(&args.options())?;
             print_report(json, &idle, r.to_json(), || r.table());
         }
-        BenchCommand::Spi { size, hz, count, rounds, no_ablation, threads, thread_msgs, vcd, json, realtime, host } => {
+        BenchCommand::Spi {
+            size,
+            hz,
+            count,
+            rounds,
+            no_ablation,
+            threads,
+            thread_msgs,
+            vcd,
+            dev,
+            json,
+            realtime,
+            host,
+        } => {
             let idle = host_setup(Some(&realtime), &host);
             let opts = SpiOptions {
                 size,
@@ -145,6 +167,7 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
                 ablation: !no_ablation,
                 async_threads: threads,
                 async_msgs: thread_msgs,
+                target: dev,
                 ..SpiOptions::default()
             };
             // First: a path that cannot be written fails in a second, not

@@ -29,12 +29,14 @@
 //! `ablation`, measured on the sync loop, stays at `fast`'s overhead).
 
 pub mod rig;
+pub mod target;
 mod throughput;
 
 use crate::stats::{median, round as r};
 use crate::table::Table;
 use rig::{round, traced_cs_figures, Rig, Round, Style};
 use serde_json::{json, Value};
+use target::Target;
 use wirespeed::spi::Policy;
 
 /// The largest message the scenario and [`trace_sample`] send, in bytes
@@ -93,6 +95,8 @@ pub struct SpiOptions {
     /// fewer for messages so large that the trace would pass
     /// [`MAX_TRACE_EVENTS`]).
     pub trace_msgs: u64,
+    /// Where the messages go (the lab by default; a spidev node with `--dev`).
+    pub target: Target,
 }
 
 impl Default for SpiOptions {
@@ -107,6 +111,7 @@ impl Default for SpiOptions {
             async_msgs: 10_000,
             async_window: 8,
             trace_msgs: 2_000,
+            target: Target::Lab,
         }
     }
 }
@@ -230,10 +235,13 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     o.check()?;
     // Rigs: 0 classic, 1 fast, 2 fast on an instant wire (software cost
     // alone), then one per ablation switch.
+    // Off the lab's block there is no instant wire: rig 2 is then another
+    // fast rig on the target, and the instant-wire figures are left out (null).
+    let t = &o.target;
     let mut rigs = vec![
-        Rig::new(Policy::classic(), o.hz, false)?,
-        Rig::new(Policy::fast(), o.hz, false)?,
-        Rig::new(Policy::fast(), o.hz, true)?,
+        Rig::on(t, Policy::classic(), o.hz, false)?,
+        Rig::on(t, Policy::fast(), o.hz, false)?,
+        Rig::on(t, Policy::fast(), o.hz, t.is_lab_block())?,
     ];
     let on = |rig, style| Series { rig, style, rounds: Vec::new() };
     // Series: 0 classic, 1 fast, 2 fast prepared, 3/4 the same two on the
@@ -249,7 +257,7 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
         for s in Policy::SWITCHES {
             let mut p = Policy::fast();
             p.set(s, false);
-            rigs.push(Rig::new(p, o.hz, false)?);
+            rigs.push(Rig::on(t, p, o.hz, false)?);
             series.push(on(rigs.len() - 1, Style::Unprepared));
         }
     }
@@ -277,8 +285,14 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     let classic = series[0].figures(wire_us, traced_cs_figures(&rigs[0], o.size, traced)?);
     let fast = series[1].figures(wire_us, traced_cs_figures(&rigs[1], o.size, traced)?);
     let prepared = series[2].figures(wire_us, (f64::NAN, f64::NAN));
-    let soft_unprepared = series[3].figures(0.0, (f64::NAN, f64::NAN)).elapsed_us_per_msg;
-    let soft_prepared = series[4].figures(0.0, (f64::NAN, f64::NAN)).elapsed_us_per_msg;
+    let (soft_unprepared, soft_prepared) = if t.is_lab_block() {
+        (
+            series[3].figures(0.0, (f64::NAN, f64::NAN)).elapsed_us_per_msg,
+            series[4].figures(0.0, (f64::NAN, f64::NAN)).elapsed_us_per_msg,
+        )
+    } else {
+        (f64::NAN, f64::NAN)
+    };
     let ablation = if o.ablation {
         Policy::SWITCHES
             .iter()
@@ -291,7 +305,7 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     // The labs' threads stop before the throughput runs start theirs.
     drop((series, pms, rigs));
     let throughput = if o.async_threads > 0 {
-        Some(throughput::compare(2, o.async_threads, o.async_msgs, o.size, o.hz, o.async_window)?)
+        Some(throughput::compare(t, 2, o.async_threads, o.async_msgs, o.size, o.hz, o.async_window)?)
     } else {
         None
     };
@@ -329,6 +343,7 @@ impl SpiReport {
     pub fn to_json(&self) -> Value {
         let mut v = json!({
             "scenario": "spi",
+            "target": self.options.target.to_string(),
             "size_bytes": self.options.size,
             "clock_hz": self.clock_hz,
             "requested_hz": self.options.hz,
@@ -466,10 +481,11 @@ pub fn trace_sample(policy: Policy, size: usize, hz: u32, msgs: u64) -> Result<w
         return Err(format!("{msgs} messages of {size} bytes: a trace holds at most {max} of that size"));
     }
     let rig = Rig::new(policy, hz, false)?;
+    let block = rig.block.as_ref().ok_or("the lab rig has its block")?;
     let mut pm = rig.prepared(size)?;
     round(&rig, Style::Unprepared, size, 10, &mut pm)?;
-    rig.block.trace_start(trace_capacity(size, msgs));
+    block.trace_start(trace_capacity(size, msgs));
     round(&rig, Style::Unprepared, size, msgs, &mut pm)?;
-    rig.block.trace_stop();
-    Ok(rig.block.trace_take())
+    block.trace_stop();
+    Ok(block.trace_take())
 }

@@ -2,34 +2,37 @@
 //! and [`round`], the back-to-back message loop every `spi` figure (and the
 //! `spi_message_cost` example's instruction count) is taken over.
 
-use wirespeed::backend::lab::LabSpi;
+use super::target::Target;
 use wirespeed::spi::{Bus, DeviceConfig, OwnedTransfer, Policy, PreparedMessage, SpiDevice, Transfer};
-use wirespeed_lab::devices::Loopback;
 use wirespeed_lab::spi::SpiController;
 use wirespeed_lab::trace::{cs_high_gaps_ns, cs_windows};
-use wirespeed_lab::{Lab, LabConfig};
+use wirespeed_lab::Lab;
 use wirespeed_time::now;
 
 use crate::stats::median;
 use crate::usage::ProcessUsage;
 
-/// One lab and one bus run with one policy.
+/// One bus run with one policy on its target (a lab of its own by default).
 #[derive(Debug)]
 pub struct Rig {
-    _lab: Lab,
-    pub block: SpiController,
+    _lab: Option<Lab>,
+    /// The lab block the messages end on, if any (for bus traces).
+    pub block: Option<SpiController>,
     pub bus: Bus,
     pub dev: SpiDevice,
 }
 
 impl Rig {
+    /// A rig on a lab of its own: a WSPI block with a loopback on CS 0.
     pub fn new(policy: Policy, hz: u32, instant_wire: bool) -> Result<Rig, String> {
-        let lab = Lab::try_new(LabConfig { instant_wire, ..LabConfig::default() }).map_err(|e| e.to_string())?;
-        let block = lab.spi_controller(Default::default());
-        block.attach(0, Loopback::new());
-        let bus = Bus::try_new(LabSpi::new(block.clone()), policy).map_err(|e| e.to_string())?;
-        let dev = bus.device(DeviceConfig::new(0, hz)).map_err(|e| e.to_string())?;
-        Ok(Rig { _lab: lab, block, bus, dev })
+        Rig::on(&Target::Lab, policy, hz, instant_wire)
+    }
+
+    /// A rig on `target` (`instant_wire` only on the lab).
+    pub fn on(target: &Target, policy: Policy, hz: u32, instant_wire: bool) -> Result<Rig, String> {
+        let opened = super::target::open(target, policy, instant_wire)?;
+        let dev = opened.bus.device(DeviceConfig::new(0, hz)).map_err(|e| e.to_string())?;
+        Ok(Rig { _lab: opened.lab, block: opened.block, bus: opened.bus, dev })
     }
 
     pub fn prepared(&self, size: usize) -> Result<PreparedMessage, String> {
@@ -81,13 +84,18 @@ pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedM
     })
 }
 
-/// CS→clock and CS-high gap medians (µs) over `msgs` traced messages.
+/// CS→clock and CS-high gap medians (µs) over `msgs` traced messages;
+/// NaN (null in JSON) where no bus trace can be had (a real device, seen
+/// with no scope).
 pub fn traced_cs_figures(rig: &Rig, size: usize, msgs: u64) -> Result<(f64, f64), String> {
+    let Some(block) = &rig.block else {
+        return Ok((f64::NAN, f64::NAN));
+    };
     let mut pm = rig.prepared(size)?;
-    rig.block.trace_start(super::trace_capacity(size, msgs));
+    block.trace_start(super::trace_capacity(size, msgs));
     round(rig, Style::Unprepared, size, msgs, &mut pm)?;
-    rig.block.trace_stop();
-    let w = cs_windows(&rig.block.trace_take());
+    block.trace_stop();
+    let w = cs_windows(&block.trace_take());
     let c2c: Vec<f64> = w.iter().filter_map(|w| w.cs_to_clock_ns()).map(|n| n as f64 / 1e3).collect();
     let gaps: Vec<f64> = cs_high_gaps_ns(&w).into_iter().map(|n| n as f64 / 1e3).collect();
     Ok((median(&c2c), median(&gaps)))

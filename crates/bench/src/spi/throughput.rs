@@ -8,6 +8,7 @@
 //! (`pipelined_pump`), the one switch that acts only on queued messages.
 
 use super::rig::Rig;
+use super::target::Target;
 use crate::stats::median;
 use std::collections::VecDeque;
 use std::sync::{Barrier, Condvar, Mutex};
@@ -44,6 +45,7 @@ pub struct Comparison {
 
 /// Runs the three ways `reps` times, interleaved; each figure is a median.
 pub fn compare(
+    target: &Target,
     reps: usize,
     threads: usize,
     msgs: usize,
@@ -56,7 +58,7 @@ pub fn compare(
     let mut runs: [Vec<Throughput>; 3] = Default::default();
     for _ in 0..reps.max(1) {
         for ((mode, policy), out) in ways.iter().zip(runs.iter_mut()) {
-            out.push(run(*mode, policy.clone(), threads, msgs, size, hz, window)?);
+            out.push(run(target, *mode, policy.clone(), threads, msgs, size, hz, window)?);
         }
     }
     let med = |v: &[Throughput]| Throughput {
@@ -69,7 +71,9 @@ pub fn compare(
 }
 
 /// Runs `threads` threads, each sending `msgs` messages of `size` bytes.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
+    target: &Target,
     mode: Mode,
     policy: Policy,
     threads: usize,
@@ -78,7 +82,7 @@ pub fn run(
     hz: u32,
     window: usize,
 ) -> Result<Throughput, String> {
-    let rig = Rig::new(policy, hz, false)?;
+    let rig = Rig::on(target, policy, hz, false)?;
     let start = Barrier::new(threads);
     // Whether every sender started: each waits for it before the barrier,
     // which only a full set passes, and returns at once if one could not.
@@ -187,7 +191,7 @@ mod tests {
         // after the first messages went. Short runs, where that would show.
         for _ in 0..50 {
             for mode in [Mode::Sync, Mode::Async] {
-                let t = run(mode, Policy::fast(), 4, 20, 9, 20_000_000, 8).unwrap();
+                let t = run(&Target::Lab, mode, Policy::fast(), 4, 20, 9, 20_000_000, 8).unwrap();
                 assert!(t.bus_utilization <= 1.0, "{mode:?}: bus utilization {}", t.bus_utilization);
             }
         }
@@ -203,7 +207,7 @@ mod tests {
             let cap = libc::rlimit { rlim_cur: 8 << 30, rlim_max: 8 << 30 };
             // SAFETY: `cap` is a valid rlimit.
             assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &cap) }, 0);
-            let e = run(Mode::Sync, Policy::fast(), 256, 1, 9, 20_000_000, 1)
+            let e = run(&Target::Lab, Mode::Sync, Policy::fast(), 256, 1, 9, 20_000_000, 1)
                 .expect_err("256 senders of 256 MiB each started in 8 GiB");
             assert!(e.contains("of 256"), "{e}");
             return;
