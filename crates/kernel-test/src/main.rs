@@ -8,6 +8,7 @@
 mod bench_spi;
 mod flash;
 mod gpio_checks;
+mod gpio_cs;
 mod spi_checks;
 
 use serde_json::{json, Map, Value};
@@ -29,6 +30,7 @@ fn main() {
     let gpio_ms = t.elapsed().as_millis() as u64;
     let t = Instant::now();
     bench_spi::run(&mut out, &mut errors);
+    gpio_cs::run(&mut out, &mut errors);
     out.insert("guest_ms".into(), json!({"spi": spi_ms, "gpio": gpio_ms, "bench_spi": t.elapsed().as_millis() as u64}));
     out.insert("errors".into(), json!(errors));
     println!("WIRESPEED-JSON {}", Value::Object(out));

@@ -20,7 +20,7 @@ use wirespeed::spi::{Bus, DeviceConfig, OwnedTransfer, Policy, PreparedMessage, 
 /// The flash's spidev node (ECSPI1 = spi0 in this kernel, chip select 0).
 pub const NODE: &str = "/dev/spidev0.0";
 /// SPI clock.
-const HZ: u32 = 1_000_000;
+pub const HZ: u32 = 1_000_000;
 
 fn err<E: Display>(what: &'static str) -> impl FnOnce(E) -> String {
     move |e| format!("{what}: {e}")
