@@ -12,7 +12,9 @@ use wirespeed::backend::lab::LabSpidevIo;
 use wirespeed::linux::spidev::{Limits, Spidev, SpidevCounters};
 use wirespeed::regmap::format::StdFormat;
 use wirespeed::regmap::{CacheType, Regmap, RegmapConfig, SpiBus};
-use wirespeed::spi::{Bus, DeviceConfig, OwnedTransfer, Policy, Transfer};
+use wirespeed::spi::{
+    BackendError, Bus, DeviceConfig, InvalidMessage, ModeFlags, OwnedTransfer, Policy, SpiError, Transfer,
+};
 use wirespeed_lab::trace::cs_windows;
 
 /// A spidev bus on native chip select `cs` of the bench's lab block.
@@ -94,4 +96,22 @@ fn cs_change_and_bufsiz_cuts_show_on_the_wire() {
     assert_eq!(counters.ioctls(), 1 + 1 + 3);
     let gap = dev.sync(&mut [Transfer::write(&[0; 40]), Transfer::write(&[0; 40])]).unwrap_err();
     assert!(gap.to_string().contains("bufsiz"), "{gap}");
+}
+
+#[test]
+fn mode_bits_the_block_lacks_are_refused_at_creation_on_the_lab_and_at_read_back_through_spidev() {
+    let b = bench(Policy::fast());
+    let e = b.bus.device(DeviceConfig::new(0, 1_000_000).flags(ModeFlags::CS_HIGH)).unwrap_err();
+    assert!(matches!(e, InvalidMessage::UnsupportedModeFlags { refused: ModeFlags::CS_HIGH, .. }), "{e:?}");
+    assert!(e.to_string().contains("CS_HIGH"), "{e}");
+    // Through spidev the kernel decides: the emulated node drops the bit, the read-back shows it.
+    let (bus, counters) = spidev_on(&b, 0, Limits::with_bufsiz(4096));
+    let dev = bus.device(DeviceConfig::new(0, 1_000_000).flags(ModeFlags::CS_HIGH | ModeFlags::LSB_FIRST)).unwrap();
+    match dev.write(&[1]).unwrap_err() {
+        SpiError::Backend(BackendError::ModeRefused { refused, .. }) => {
+            assert_eq!(refused, ModeFlags::CS_HIGH | ModeFlags::LSB_FIRST)
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(counters.ioctls(), 0, "nothing is sent in a mode the controller refused");
 }

@@ -200,10 +200,11 @@ impl Spidev {
         self.mode = self.io.mode32().ok();
         if let Err(e) = written {
             return Err(SpiError::Backend(match e {
+                // The write changed nothing: the bits it would have changed are the refused ones.
                 libc::EINVAL => BackendError::ModeRefused {
                     device: self.name.clone(),
                     asked: ModeFlags::from_bits_truncate(want),
-                    refused: ModeFlags::from_bits_truncate(want),
+                    refused: ModeFlags::from_bits_truncate(want ^ self.mode.unwrap_or(0)),
                 },
                 e => self.backend_error("SPI_IOC_WR_MODE32", e),
             }));

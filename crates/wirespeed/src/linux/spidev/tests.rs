@@ -285,3 +285,22 @@ fn a_gpio_chip_select_is_driven_around_each_ioctl_with_no_cs_set() {
     assert!(matches!(calls.last(), Some(Call::Message(_))), "no release after a final cs_change: {calls:?}");
     assert_eq!(calls.iter().filter(|c| matches!(c, Call::Cs(_))).count(), 1);
 }
+
+#[test]
+fn dual_and_quad_lines_pass_through_only_with_the_device_s_flags() {
+    let r = rig();
+    let plain = r.bus.device(DeviceConfig::new(0, 1_000_000)).unwrap();
+    let mut rx = [0u8; 4];
+    let e = plain.sync(&mut [Transfer::write(&[0x3b]), Transfer::read(&mut rx).nbits(0, 2)]).unwrap_err();
+    match &e {
+        SpiError::Invalid(InvalidMessage::UnsupportedLines { index: 1, dir: "rx", nbits: 2, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(e.to_string().contains("RX_DUAL or RX_QUAD"), "{e}");
+    let dual = r.bus.device(DeviceConfig::new(0, 1_000_000).flags(ModeFlags::RX_DUAL | ModeFlags::TX_QUAD)).unwrap();
+    dual.sync(&mut [Transfer::write(&[0x3b]).nbits(4, 0), Transfer::read(&mut rx).nbits(0, 2)]).unwrap();
+    let m = r.messages().pop().unwrap();
+    assert_eq!([(m[0].tx_nbits, m[0].rx_nbits), (m[1].tx_nbits, m[1].rx_nbits)], [(4, 1), (1, 2)]);
+    assert!(dual.sync(&mut [Transfer::read(&mut rx).nbits(0, 4)]).is_err(), "quad RX needs RX_QUAD");
+    // The lab's block has no such lines: a device asking for them is refused when created.
+}
