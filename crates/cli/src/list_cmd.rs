@@ -82,8 +82,8 @@ pub const LAB: &[LabPart] = &[
     },
     LabPart {
         name: "loopback",
-        what: "SPI loopback device: MISO = MOSI",
-        commands: &["bench spi", "bench gpio", "lab trace"],
+        what: "SPI loopback device: MISO = MOSI (also behind an emulated spidev node: --dev lab-spidev)",
+        commands: &["bench spi", "bench gpio", "lab trace", "spi --dev lab-spidev"],
     },
     LabPart {
         name: "can-bus",

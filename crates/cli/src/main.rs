@@ -1,5 +1,6 @@
-//! The `wirespeed` command: benchmarks on the lab, lab tools, the demo, and
-//! `list` (what SPI and GPIO devices there are to talk to).
+//! The `wirespeed` command: benchmarks on the lab, lab tools, the demo,
+//! `list` (what SPI and GPIO devices there are to talk to) and `spi` (hex
+//! messages to one of them).
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -9,6 +10,8 @@ mod host_flag;
 mod lab_cmd;
 mod list_cmd;
 mod realtime_flag;
+mod spi_cmd;
+mod spi_segments;
 
 /// wirespeed: low-latency peripheral I/O for Linux, run on the emulated lab.
 #[derive(Debug, Parser)]
@@ -34,6 +37,14 @@ enum Command {
     /// one did not open); spidev's message size limit (bufsiz); and the
     /// emulated lab with the commands that use each part.
     List(list_cmd::ListArgs),
+    /// Talk to a SPI device from the shell: hex in, hex out.
+    ///
+    /// `wirespeed spi --dev /dev/spidevB.C xfer 9f000000` sends one message
+    /// and prints what came back. Each segment after `xfer` is one transfer
+    /// of the message; a lone `/` between two drops CS between them
+    /// (cs_change), still in the one message. `--dev lab-spidev` runs on an
+    /// emulated spidev node with a loopback device, no hardware needed.
+    Spi(spi_cmd::SpiArgs),
     /// Seed 000's CAN echo on the lab, classic against fast, in a few
     /// seconds: the quick `bench canecho` and its table.
     Demo {
@@ -51,6 +62,7 @@ fn main() -> ExitCode {
         Command::Demo { realtime, host } => bench_cmd::demo(realtime, host),
         Command::Lab(l) => lab_cmd::run(l),
         Command::List(l) => list_cmd::run(l).map_err(|e| e.to_string()),
+        Command::Spi(s) => spi_cmd::run(s).map_err(|e| e.to_string()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -310,3 +310,95 @@ fn list_refuses_a_root_that_is_not_a_directory() {
     refused(&["list", "--root", "/nonexistent/wirespeed"], &["--root /nonexistent/wirespeed", "dev/ and sys/"]);
     refused(&["list", "--json", "--root", "/proc/self/status"], &["not a directory"]);
 }
+
+/// `wirespeed spi … --json xfer SEGMENT…` on the emulated spidev node.
+fn spi_xfer(opts: &[&str], segments: &[&str]) -> serde_json::Value {
+    let args: Vec<&str> =
+        ["spi", "--dev", "lab-spidev", "--json"].iter().chain(opts).chain(&["xfer"]).chain(segments).copied().collect();
+    json(&args)
+}
+
+#[test]
+fn spi_xfer_on_the_emulated_spidev_node_prints_what_the_loopback_sent_back() {
+    let out = wirespeed(&["spi", "--dev", "lab-spidev", "xfer", "9f000000"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let row = text.lines().find(|l| l.trim_start().starts_with("0 ")).unwrap_or_else(|| panic!("no row 0:\n{text}"));
+    assert_eq!(row.split_whitespace().collect::<Vec<_>>(), ["0", "9f000000", "9f000000"], "{text}");
+    assert!(text.contains("ioctls: 1 "), "{text}");
+
+    let j = spi_xfer(&[], &["0x9f_00:00 00"]);
+    assert_eq!(
+        (j["device"].as_str(), j["hz"].as_u64(), j["mode"].as_u64()),
+        (Some("lab-spidev"), Some(1_000_000), Some(0))
+    );
+    assert_eq!(j["transfers"][0]["tx"], "9f000000");
+    assert_eq!(j["transfers"][0]["rx"], "9f000000");
+    assert_eq!(j["ioctls"], 1);
+    assert_eq!(j["effective_timing"]["speed_hz"], 1_000_000);
+}
+
+#[test]
+fn spi_xfer_segments_are_one_message_and_a_slash_drops_cs_inside_it() {
+    // Two transfers in one CS window: one ioctl, one window.
+    let j = spi_xfer(&[], &["9f", "0102"]);
+    assert_eq!((j["ioctls"].as_u64(), j["lab_trace"]["cs_windows"].as_u64()), (Some(1), Some(1)), "{j}");
+    // A / between them: still one ioctl (the kernel drops CS for its fixed
+    // 10 µs), and the lab's bus trace sees two CS windows.
+    let j = spi_xfer(&[], &["9f", "/", "0102"]);
+    assert_eq!((j["ioctls"].as_u64(), j["lab_trace"]["cs_windows"].as_u64()), (Some(1), Some(2)), "{j}");
+    assert_eq!(j["transfers"][0]["cs_change"], true);
+    assert_eq!(j["transfers"][1]["rx"], "0102");
+    assert_eq!(j["cs_change_gap_ns"]["effective"], 10_000);
+    let gap = j["lab_trace"]["cs_inactive_ns"][0].as_u64().unwrap();
+    assert!(gap >= 10_000, "CS inactive {gap} ns at the /: {j}");
+    // A gap longer than the kernel's: the message is cut there, into two ioctls.
+    let j = spi_xfer(&["--cs-change-ns", "30000"], &["9f", "/", "0102"]);
+    assert_eq!((j["ioctls"].as_u64(), j["lab_trace"]["cs_windows"].as_u64()), (Some(2), Some(2)), "{j}");
+    assert!(j["lab_trace"]["cs_inactive_ns"][0].as_u64().unwrap() >= 30_000, "{j}");
+    // --cs-change-ns with no / has nothing to apply to.
+    refused(&["spi", "--dev", "lab-spidev", "--cs-change-ns", "5000", "xfer", "9f", "00"], &["--cs-change-ns", "/"]);
+}
+
+#[test]
+fn spi_xfer_reads_and_writes_and_repeats() {
+    let j = spi_xfer(&[], &["w:06", "r:4"]);
+    let t = &j["transfers"];
+    assert_eq!((t[0]["tx"].as_str(), t[0]["rx"].is_null(), t[0]["kind"].as_str()), (Some("06"), true, Some("write")));
+    assert_eq!((t[1]["tx"].as_str(), t[1]["rx"].as_str()), (Some("00000000"), Some("00000000")), "r:4 sends zeros");
+    let j = spi_xfer(&["--repeat", "20"], &["30313233"]);
+    assert_eq!((j["messages"].as_u64(), j["ioctls"].as_u64()), (Some(20), Some(20)), "{j}");
+    assert_eq!(j["transfers"][0]["rx"], "30313233");
+    // 32 bits at 1 MHz take 32 µs on the wire.
+    assert!(j["timing"]["median_us"].as_f64().is_some_and(|m| m >= 32.0), "{j}");
+    // The lab block driven directly: its divider rounds the clock, and there are no ioctls.
+    let j = json(&["spi", "--dev", "lab", "--hz", "30000000", "--json", "xfer", "9f00"]);
+    assert!(j["ioctls"].is_null() && j["transfers"][0]["rx"] == "9f00", "{j}");
+    let hz = j["effective_timing"]["speed_hz"].as_u64().unwrap();
+    assert!(hz < 30_000_000, "{j}");
+    let out = wirespeed(&["spi", "--dev", "lab", "--hz", "30000000", "xfer", "9f00"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("effective: clock {hz} Hz (asked 30000000 Hz")), "{text}");
+}
+
+#[test]
+fn spi_xfer_refuses_bad_segments_and_missing_nodes_clearly() {
+    let spi = |segments: &[&'static str]| -> Vec<&'static str> {
+        ["spi", "--dev", "lab-spidev", "xfer"].iter().chain(segments).copied().collect()
+    };
+    refused(&spi(&["9f", "9g00"]), &["\"9g00\"", "'g'", "r:N", "w:HEX"]);
+    refused(&spi(&["9f0"]), &["\"9f0\"", "odd"]);
+    refused(&spi(&["/", "9f"]), &["/ before the first"]);
+    refused(&spi(&["9f", "/"]), &["/ after the last"]);
+    refused(&spi(&["9f", "/", "/", "00"]), &["two / in a row"]);
+    refused(&spi(&["9f", ""]), &["no bytes"]);
+    refused(&spi(&["r:0"]), &["\"r:0\"", "1 to"]);
+    // A node that is not there: what to do, and where to look.
+    refused(&["spi", "--dev", "/dev/spidev9.9", "xfer", "9f"], &["/dev/spidev9.9", "wirespeed list", "lab-spidev"]);
+    // Mode bits the device cannot do are refused, not ignored.
+    refused(&["spi", "--dev", "lab-spidev", "--cs-high", "xfer", "9f"], &["CS_HIGH"]);
+    let help = String::from_utf8_lossy(&wirespeed(&["spi", "--help"]).stdout).into_owned();
+    for needle in ["xfer 9f000000", "r:N", "w:HEX", "[default: 1000000]", "--cs-change-ns", "wirespeed list"] {
+        assert!(help.contains(needle), "spi --help lacks {needle:?}:\n{help}");
+    }
+}

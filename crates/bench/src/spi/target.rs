@@ -7,8 +7,9 @@
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use wirespeed::backend::lab::{LabSpi, LabSpidevIo};
-use wirespeed::linux::spidev::{Limits, Spidev};
+use wirespeed::linux::spidev::{Limits, Spidev, SpidevCounters};
 use wirespeed::spi::{Bus, Policy};
 use wirespeed_lab::devices::Loopback;
 use wirespeed_lab::spi::SpiController;
@@ -65,6 +66,8 @@ pub struct Opened {
     /// The lab block, where the messages end on one (for bus traces).
     pub block: Option<SpiController>,
     pub lab: Option<Lab>,
+    /// The spidev backend's counters (ioctls, messages), where the bus runs on one.
+    pub counters: Option<Arc<SpidevCounters>>,
 }
 
 /// Opens `target` for a bus run with `policy`; `instant_wire` only on the lab.
@@ -79,7 +82,7 @@ pub fn open(target: &Target, policy: Policy, instant_wire: bool) -> Result<Opene
         Target::Lab => {
             let (lab, block) = lab_block(instant_wire)?;
             let bus = Bus::try_new(LabSpi::new(block.clone()), policy).map_err(|e| e.to_string())?;
-            Ok(Opened { bus, block: Some(block), lab: Some(lab) })
+            Ok(Opened { bus, block: Some(block), lab: Some(lab), counters: None })
         }
         Target::LabSpidev => {
             let (lab, block) = lab_block(false)?;
@@ -88,13 +91,15 @@ pub fn open(target: &Target, policy: Policy, instant_wire: bool) -> Result<Opene
             let limits = Limits::with_bufsiz(Limits::DEFAULT_BUFSIZ);
             let node = LabSpidevIo::new(kernel, 0, kernel_max_hz(), limits);
             let sp = Spidev::with_io(node, LAB_SPIDEV, limits).map_err(|e| e.to_string())?;
+            let counters = Some(sp.counters());
             let bus = Bus::try_with_message_backend(sp, policy).map_err(|e| e.to_string())?;
-            Ok(Opened { bus, block: Some(block), lab: Some(lab) })
+            Ok(Opened { bus, block: Some(block), lab: Some(lab), counters })
         }
         Target::Node(path) => {
             let sp = Spidev::open(path).map_err(|e| e.to_string())?;
+            let counters = Some(sp.counters());
             let bus = Bus::try_with_message_backend(sp, policy).map_err(|e| e.to_string())?;
-            Ok(Opened { bus, block: None, lab: None })
+            Ok(Opened { bus, block: None, lab: None, counters })
         }
     }
 }
