@@ -197,7 +197,20 @@ fn fast_sync_never_wakes_the_pump_classic_does() {
         dev.write(&[0; 9]).unwrap();
     }
     let woke = c.bus.pump_wakeups() - before;
-    assert!(woke >= 100, "classic hands every message to the pump: {woke} wake-ups for 100");
+    assert!(woke >= 100, "classic (5.18) kicks the pump after every message: {woke} wake-ups for 100");
+    // ... but runs each one in the caller's thread, as 5.18's __spi_sync does on an idle controller.
+    let s = c.bus.stats();
+    assert_eq!((s.sync_immediate, s.queued), (100, 0), "classic pumps sync messages in the caller: {s:?}");
+
+    // linux-6.9: in the caller, and no kick.
+    let l = bench(Policy::linux69());
+    let dev = l.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    let before = l.bus.pump_wakeups();
+    for _ in 0..100 {
+        dev.write(&[0; 9]).unwrap();
+    }
+    assert_eq!(l.bus.pump_wakeups(), before, "6.0's no-queue sync path does not kick the pump");
+    assert_eq!(l.bus.stats().sync_immediate, 100);
 }
 
 #[test]

@@ -124,6 +124,9 @@ pub struct PolicyFigures {
     pub cs_to_clock_us: f64,
     pub cs_high_gap_us: f64,
     pub pump_wakeups_per_msg: f64,
+    /// Kicks asked of the pump per message (classic: one; a kick while one
+    /// is pending wakes nobody, so `pump_wakeups_per_msg` may be lower).
+    pub pump_kicks_per_msg: f64,
     /// Idle-timer expiries of the pump during the rounds (per time, not
     /// per message: at most one per `idle_delay` of traffic).
     pub pump_idle_timer_wakeups: u64,
@@ -147,6 +150,7 @@ impl PolicyFigures {
             "cs_to_clock_us": r(self.cs_to_clock_us, 3),
             "cs_high_gap_us": r(self.cs_high_gap_us, 3),
             "pump_wakeups_per_msg": r(self.pump_wakeups_per_msg, 5),
+            "pump_kicks_per_msg": r(self.pump_kicks_per_msg, 5),
             "pump_idle_timer_wakeups": self.pump_idle_timer_wakeups,
             "ctx_switches_per_msg": r(self.ctx_switches_per_msg, 4),
             "cpu_us_per_msg": r(self.cpu_us_per_msg, 3),
@@ -162,6 +166,8 @@ pub struct SpiReport {
     /// divider can make).
     pub clock_hz: u32,
     pub classic: PolicyFigures,
+    /// Linux 6.9 ([`Policy::linux69`]): the strongest baseline.
+    pub linux69: PolicyFigures,
     pub fast: PolicyFigures,
     pub unprepared_us_per_msg: f64,
     pub prepared_us_per_msg: f64,
@@ -184,12 +190,14 @@ impl Series {
             |f: &dyn Fn(&Round) -> f64| median(&self.rounds.iter().map(|r| f(r) / r.msgs as f64).collect::<Vec<_>>());
         let msgs: u64 = self.rounds.iter().map(|r| r.msgs).sum();
         let wakeups: u64 = self.rounds.iter().map(|r| r.pump_wakeups).sum();
+        let kicks: u64 = self.rounds.iter().map(|r| r.pump_kicks).sum();
         PolicyFigures {
             elapsed_us_per_msg: per(&|r| r.elapsed_ns as f64 / 1e3),
             wire_us_per_msg: wire_us,
             cs_to_clock_us: cs.0,
             cs_high_gap_us: cs.1,
             pump_wakeups_per_msg: wakeups as f64 / msgs as f64,
+            pump_kicks_per_msg: kicks as f64 / msgs as f64,
             pump_idle_timer_wakeups: self.rounds.iter().map(|r| r.pump_timer_wakeups).sum(),
             ctx_switches_per_msg: per(&|r| r.usage.ctx_switches as f64),
             cpu_us_per_msg: per(&|r| r.usage.cpu_ns as f64 / 1e3),
@@ -234,25 +242,28 @@ impl SpiOptions {
 pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     o.check()?;
     // Rigs: 0 classic, 1 fast, 2 fast on an instant wire (software cost
-    // alone), then one per ablation switch.
-    // Off the lab's block there is no instant wire: rig 2 is then another
-    // fast rig on the target, and the instant-wire figures are left out (null).
+    // alone), 3 linux-6.9, then one per ablation switch. Off the lab's block
+    // there is no instant wire: rig 2 is then another fast rig on the
+    // target, and the instant-wire figures are left out (null).
     let t = &o.target;
     let mut rigs = vec![
         Rig::on(t, Policy::classic(), o.hz, false)?,
         Rig::on(t, Policy::fast(), o.hz, false)?,
         Rig::on(t, Policy::fast(), o.hz, t.is_lab_block())?,
+        Rig::on(t, Policy::linux69(), o.hz, false)?,
     ];
     let on = |rig, style| Series { rig, style, rounds: Vec::new() };
     // Series: 0 classic, 1 fast, 2 fast prepared, 3/4 the same two on the
-    // instant wire, then the ablation series.
+    // instant wire, 5 linux-6.9, then the ablation series.
     let mut series = vec![
         on(0, Style::Unprepared),
         on(1, Style::Unprepared),
         on(1, Style::Prepared),
         on(2, Style::Unprepared),
         on(2, Style::Prepared),
+        on(3, Style::Unprepared),
     ];
+    const ABLATION_FROM: usize = 6;
     if o.ablation {
         for s in Policy::SWITCHES {
             let mut p = Policy::fast();
@@ -284,6 +295,7 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     let traced = o.trace_msgs.min(o.msgs).min(max_traced_msgs(o.size)).max(1);
     let classic = series[0].figures(wire_us, traced_cs_figures(&rigs[0], o.size, traced)?);
     let fast = series[1].figures(wire_us, traced_cs_figures(&rigs[1], o.size, traced)?);
+    let linux69 = series[5].figures(wire_us, traced_cs_figures(&rigs[3], o.size, traced)?);
     let prepared = series[2].figures(wire_us, (f64::NAN, f64::NAN));
     let (soft_unprepared, soft_prepared) = if t.is_lab_block() {
         (
@@ -296,7 +308,7 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     let ablation = if o.ablation {
         Policy::SWITCHES
             .iter()
-            .zip(&series[5..])
+            .zip(&series[ABLATION_FROM..])
             .map(|(name, s)| ((*name).to_owned(), s.figures(wire_us, (f64::NAN, f64::NAN)).overhead()))
             .collect()
     } else {
@@ -316,6 +328,7 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
         unprepared_us_per_msg: fast.elapsed_us_per_msg,
         prepared_us_per_msg: prepared.elapsed_us_per_msg,
         classic,
+        linux69,
         fast,
         ablation,
         throughput,
@@ -339,6 +352,11 @@ impl SpiReport {
         self.fast.overhead() / self.classic.overhead()
     }
 
+    /// Fast overhead / linux-6.9 overhead: against today's kernel.
+    pub fn overhead_ratio_vs_linux69(&self) -> f64 {
+        self.fast.overhead() / self.linux69.overhead()
+    }
+
     /// The report as one JSON object.
     pub fn to_json(&self) -> Value {
         let mut v = json!({
@@ -350,8 +368,11 @@ impl SpiReport {
             "msgs_per_policy": self.options.msgs,
             "rounds": self.options.rounds,
             "classic": self.classic.to_json(),
+            "linux69": self.linux69.to_json(),
             "fast": self.fast.to_json(),
             "overhead_ratio": r(self.overhead_ratio(), 4),
+            "overhead_ratio_vs_linux69": r(self.overhead_ratio_vs_linux69(), 4),
+            "linux69_overhead_ratio_vs_classic": r(self.linux69.overhead() / self.classic.overhead(), 4),
             "prepared_speedup": r(self.prepared_speedup(), 4),
             "prepared_speedup_bound": r(self.prepared_speedup_bound(), 4),
             "prepared_us_per_msg": r(self.prepared_us_per_msg, 3),
@@ -378,25 +399,29 @@ impl SpiReport {
 
     /// The human form.
     pub fn table(&self) -> String {
-        let mut t = Table::new(&["per message", "classic", "fast", "fast/classic"]);
-        let row = |t: &mut Table, name: &str, c: f64, f: f64, digits: i32| {
+        let mut t =
+            Table::new(&["per message", "classic (5.18)", "linux-6.9", "fast", "fast/classic", "fast/linux-6.9"]);
+        let row = |t: &mut Table, name: &str, c: f64, l: f64, f: f64, digits: i32| {
             t.row(vec![
                 name.into(),
                 format!("{:.*}", digits as usize, c),
+                format!("{:.*}", digits as usize, l),
                 format!("{:.*}", digits as usize, f),
                 format!("{:.3}", f / c),
+                format!("{:.3}", f / l),
             ]);
         };
-        let (c, f) = (&self.classic, &self.fast);
-        row(&mut t, "elapsed (µs)", c.elapsed_us_per_msg, f.elapsed_us_per_msg, 3);
-        row(&mut t, "wire (µs)", c.wire_us_per_msg, f.wire_us_per_msg, 3);
-        row(&mut t, "overhead (µs)", c.overhead(), f.overhead(), 3);
-        row(&mut t, "bus utilization", c.utilization(), f.utilization(), 3);
-        row(&mut t, "CS → first clock (µs)", c.cs_to_clock_us, f.cs_to_clock_us, 3);
-        row(&mut t, "CS high gap (µs)", c.cs_high_gap_us, f.cs_high_gap_us, 3);
-        row(&mut t, "pump wake-ups", c.pump_wakeups_per_msg, f.pump_wakeups_per_msg, 4);
-        row(&mut t, "context switches", c.ctx_switches_per_msg, f.ctx_switches_per_msg, 3);
-        row(&mut t, "CPU (µs)", c.cpu_us_per_msg, f.cpu_us_per_msg, 3);
+        let (c, l, f) = (&self.classic, &self.linux69, &self.fast);
+        row(&mut t, "elapsed (µs)", c.elapsed_us_per_msg, l.elapsed_us_per_msg, f.elapsed_us_per_msg, 3);
+        row(&mut t, "wire (µs)", c.wire_us_per_msg, l.wire_us_per_msg, f.wire_us_per_msg, 3);
+        row(&mut t, "overhead (µs)", c.overhead(), l.overhead(), f.overhead(), 3);
+        row(&mut t, "bus utilization", c.utilization(), l.utilization(), f.utilization(), 3);
+        row(&mut t, "CS → first clock (µs)", c.cs_to_clock_us, l.cs_to_clock_us, f.cs_to_clock_us, 3);
+        row(&mut t, "CS high gap (µs)", c.cs_high_gap_us, l.cs_high_gap_us, f.cs_high_gap_us, 3);
+        row(&mut t, "pump kicks", c.pump_kicks_per_msg, l.pump_kicks_per_msg, f.pump_kicks_per_msg, 4);
+        row(&mut t, "pump wake-ups", c.pump_wakeups_per_msg, l.pump_wakeups_per_msg, f.pump_wakeups_per_msg, 4);
+        row(&mut t, "context switches", c.ctx_switches_per_msg, l.ctx_switches_per_msg, f.ctx_switches_per_msg, 3);
+        row(&mut t, "CPU (µs)", c.cpu_us_per_msg, l.cpu_us_per_msg, f.cpu_us_per_msg, 3);
         let mut out = format!(
             "E2 spi: {} sync messages of {} bytes at {} MHz{} per policy, {} interleaved rounds (medians)\n\n{}",
             self.options.msgs,
@@ -419,8 +444,8 @@ impl SpiReport {
             self.fast.wire_us_per_msg
         ));
         out.push_str(&format!(
-            "pump idle-timer re-checks during the rounds (time-driven, not per message): classic {}, fast {}\n",
-            c.pump_idle_timer_wakeups, f.pump_idle_timer_wakeups
+            "pump idle-timer re-checks during the rounds (time-driven, not per message): classic {}, linux-6.9 {}, fast {}\n",
+            c.pump_idle_timer_wakeups, l.pump_idle_timer_wakeups, f.pump_idle_timer_wakeups
         ));
         let (su, sp) = self.software_us_per_msg;
         out.push_str(&format!(

@@ -47,6 +47,7 @@ pub struct Round {
     pub elapsed_ns: u64,
     pub usage: ProcessUsage,
     pub pump_wakeups: u64,
+    pub pump_kicks: u64,
     pub pump_timer_wakeups: u64,
 }
 
@@ -64,6 +65,7 @@ pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedM
     let tx = vec![0xA5u8; size];
     let mut rx = vec![0u8; size];
     let wake0 = rig.bus.pump_wakeups();
+    let kicks0 = rig.bus.pump_kicks();
     let timer0 = rig.bus.pump_timer_wakeups();
     let u0 = ProcessUsage::now();
     let t0 = now();
@@ -80,6 +82,7 @@ pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedM
         elapsed_ns,
         usage: ProcessUsage::now().since(u0),
         pump_wakeups: rig.bus.pump_wakeups() - wake0,
+        pump_kicks: rig.bus.pump_kicks() - kicks0,
         pump_timer_wakeups: rig.bus.pump_timer_wakeups() - timer0,
     })
 }

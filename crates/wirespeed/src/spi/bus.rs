@@ -45,7 +45,11 @@ pub(crate) struct BusInner {
     pub pump_cv: Condvar,
     /// Whether the pump is waiting on `pump_cv` (read and written under `queue`).
     pub pump_sleeping: AtomicBool,
+    /// A kick is pending (classic's wake after each message; under `queue`).
+    pub kicked: AtomicBool,
     pub pump_wakeups: AtomicU64,
+    /// Kicks asked for (classic: one per message run in its caller's thread).
+    pub pump_kicks: AtomicU64,
     pub pump_timer_wakeups: AtomicU64,
     pub last_activity_ns: AtomicU64,
     pub powered: AtomicBool,
@@ -178,7 +182,18 @@ impl BusInner {
         if self.policy.sync_in_caller {
             if let Some(mut hw) = self.try_lock_hw() {
                 if self.queue_len.load(Ordering::Acquire) == 0 {
+                    if !self.policy.direct_sync {
+                        // 5.18: __spi_sync's bus_lock_spinlock, __spi_queued_transfer's
+                        // and __spi_pump_messages' queue_lock (the message queued, then
+                        // taken off again in this thread).
+                        self.queue_round_trips(3);
+                    }
                     let (r, end) = self.run_locked(&mut hw, dev, msg, &mut InFlight::none());
+                    if !self.policy.direct_sync {
+                        // spi_finalize_current_message reads cur_msg under the queue
+                        // lock (its second round, with the pump kick, is `finish`'s).
+                        self.queue_round_trips(1);
+                    }
                     drop(hw);
                     self.finish(t0, end, true, &r);
                     return r;
@@ -191,6 +206,28 @@ impl BusInner {
         r
     }
 
+    /// Wakes the pump to look for work, as 5.18's `kthread_queue_work` after
+    /// each finalized message: under the queue lock, and only if no kick is
+    /// pending already (a work item is queued once). The kick is no job: a
+    /// sync message after it still runs in its caller's thread, as in 5.18,
+    /// where the kthread finds the queue empty and marks the controller idle.
+    fn kick_pump(&self) {
+        let _q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        self.pump_kicks.fetch_add(1, Ordering::Relaxed);
+        if !self.kicked.swap(true, Ordering::Relaxed) {
+            self.signal_pump();
+        }
+    }
+
+    /// Takes and releases the queue lock `n` times: the kernel's queue
+    /// bookkeeping for a sync message it runs in the caller's thread
+    /// (policy `direct_sync` off).
+    fn queue_round_trips(&self, n: u32) {
+        for _ in 0..n {
+            drop(self.queue.lock().unwrap_or_else(|e| e.into_inner()));
+        }
+    }
+
     /// Accounts for a finished message (and, in classic, wakes the pump).
     pub(crate) fn finish(&self, t0: Instant, end: Instant, immediate: bool, r: &Result<(), SpiError>) {
         self.stats.message(MessageRecord {
@@ -200,11 +237,10 @@ impl BusInner {
             latency_ns: end.ns_since(t0),
         });
         // Classic: spi_finalize_current_message queues the pump's work to look
-        // for idle teardown. When the pump ran the message it just loops on;
-        // when the caller did, the pump is woken for it (seed 001).
+        // for more (kthread_queue_work). When the pump ran the message it just
+        // loops on; when the caller did, the pump is woken for it (seed 001).
         if !self.policy.quiet_pump && immediate {
-            // A stopped pump has nothing to look for.
-            let _ = self.enqueue(pump::Job::IdleCheck);
+            self.kick_pump();
         }
     }
 }
@@ -318,7 +354,9 @@ impl Bus {
             queue_len: AtomicUsize::new(0),
             pump_cv: Condvar::new(),
             pump_sleeping: AtomicBool::new(false),
+            kicked: AtomicBool::new(false),
             pump_wakeups: AtomicU64::new(0),
+            pump_kicks: AtomicU64::new(0),
             pump_timer_wakeups: AtomicU64::new(0),
             last_activity_ns: AtomicU64::new(now().as_ns()),
             powered: AtomicBool::new(true),
@@ -360,6 +398,16 @@ impl Bus {
     /// (so that the pump re-arms its idle timer).
     pub fn pump_wakeups(&self) -> u64 {
         self.inner.pump_wakeups.load(Ordering::Relaxed)
+    }
+
+    /// How many times the stack asked the pump to look for work after a
+    /// message it did not run (classic: every message run in its caller's
+    /// thread, as 5.18's `spi_finalize_current_message` queues the pump's
+    /// work). A kick while the last one is still pending wakes nobody, as
+    /// `kthread_queue_work` queues a work item once: [`pump_wakeups`](Bus::pump_wakeups)
+    /// counts those that did.
+    pub fn pump_kicks(&self) -> u64 {
+        self.inner.pump_kicks.load(Ordering::Relaxed)
     }
 
     /// How many times the pump's idle timer has expired: once per idle

@@ -183,8 +183,19 @@ impl SpiDevice {
 
     /// Runs a prepared message and waits for it: no validation, no allocation.
     pub fn run(&self, msg: &mut PreparedMessage) -> Result<(), SpiError> {
-        self.check_owner(msg)?;
+        self.check_prepared(msg)?;
         self.bus.inner.sync(&self.state, msg)
+    }
+
+    /// Checks a prepared message belongs here, and validates it again where
+    /// the policy models a kernel without `spi_optimize_message`.
+    fn check_prepared(&self, msg: &mut PreparedMessage) -> Result<(), SpiError> {
+        self.check_owner(msg)?;
+        let inner = &self.bus.inner;
+        if !inner.policy.optimize_message {
+            msg.revalidate(&self.state.cfg, &inner.caps)?;
+        }
+        Ok(())
     }
 
     /// Queues a prepared message for the pump thread and returns at once.
@@ -216,8 +227,8 @@ impl SpiDevice {
     }
 
     fn submit_job(&self, msg: PreparedMessage, callback: Option<Callback>) {
-        let job = prepared::AsyncJob { dev: self.state.clone(), msg, submitted: now(), callback };
-        if let Err(e) = self.check_owner(&job.msg) {
+        let mut job = prepared::AsyncJob { dev: self.state.clone(), msg, submitted: now(), callback };
+        if let Err(e) = self.check_prepared(&mut job.msg) {
             job.complete(Err(e));
             return;
         }
@@ -296,7 +307,7 @@ impl BusLock<'_> {
 
     /// Runs a prepared message while holding the bus.
     pub fn run(&mut self, msg: &mut PreparedMessage) -> Result<(), SpiError> {
-        self.dev.check_owner(msg)?;
+        self.dev.check_prepared(msg)?;
         let inner = &self.dev.bus.inner;
         let t0 = now();
         let (r, end) = inner.run_locked(&mut self.hw, &self.dev.state, msg, &mut InFlight::none());

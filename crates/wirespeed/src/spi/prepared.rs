@@ -232,6 +232,15 @@ impl PreparedMessage {
         }
     }
 
+    /// Validates the message again, as a kernel without
+    /// `spi_optimize_message` does at every run (policy `optimize_message` off).
+    pub(crate) fn revalidate(&mut self, dev: &DeviceConfig, caps: &ControllerCaps) -> Result<(), InvalidMessage> {
+        for (i, t) in self.transfers.iter_mut().enumerate() {
+            plan_step(i, &t.view(), dev, caps)?;
+        }
+        Ok(())
+    }
+
     /// Expected wire time of one run, in ns.
     pub fn wire_ns(&self) -> u64 {
         self.steps.iter().fold(0u64, |sum, s| sum.saturating_add(s.wire_ns))

@@ -3,7 +3,8 @@
 //! It sleeps until there is queued work, or until `idle_delay` after the last
 //! message if the controller is powered. It is woken by: an async submit, a
 //! sync message that found the bus busy, a power-up after teardown (once per
-//! idle period), and — only with `quiet_pump` off — after every message.
+//! idle period), and — only with `quiet_pump` off — after every message run
+//! in its caller's thread (a kick: it finds nothing to do and sleeps again).
 //!
 //! It keeps the bus busy (`pipelined_pump`): while one message's first
 //! transfer is on the wire, it takes the next from the queue and completes
@@ -66,8 +67,6 @@ pub(crate) enum Job {
     Sync(NonNull<SyncJob<'static>>),
     /// An owned message with a completion slot.
     Async(AsyncJob),
-    /// Nothing to run: look for idle work (the classic policy's wake after each message).
-    IdleCheck,
     /// A caller waits until everything queued before this has run (see
     /// [`wait_for_queued`]); lives on the caller's stack.
     Fence(NonNull<Handoff<()>>),
@@ -168,6 +167,11 @@ fn run(inner: &BusInner) {
             return;
         }
         if q.is_empty() {
+            if inner.kicked.swap(false, Ordering::Relaxed) {
+                // Kicked with nothing queued: 5.18's kthread marks the
+                // controller idle and goes back to sleep.
+                continue;
+            }
             if inner.powered.load(Ordering::Acquire) {
                 let idle_at = idle_at(inner);
                 let t = now().as_ns();
@@ -267,7 +271,7 @@ fn drain_queue(inner: &BusInner, hw: &mut BusHw) {
 
 fn run_job(inner: &BusInner, hw: &mut BusHw, job: Job, in_flight: &mut InFlight<'_>) -> Ran {
     match job {
-        Job::IdleCheck | Job::Fence(_) => {
+        Job::Fence(_) => {
             in_flight.run();
             Ran { job, result: Ok(()), end: now() }
         }
@@ -293,7 +297,6 @@ fn complete(job: Job, r: Result<(), SpiError>) {
         Job::Sync(ptr) => unsafe { ptr.as_ref() }.done.put(r),
         Job::Async(aj) => aj.complete(r),
         Job::Fence(ptr) => unsafe { ptr.as_ref() }.put(()),
-        Job::IdleCheck => {}
     }
 }
 

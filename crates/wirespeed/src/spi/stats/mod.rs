@@ -157,24 +157,23 @@ impl Stats {
                 s.record_latency(r.latency_ns);
             });
         } else {
-            // __spi_sync and spi_transfer_one_message each incremented their
-            // fields in both copies, one spinlock round per field.
+            // 5.18 incremented its fields in both copies, one spinlock round
+            // trip each: a sync message run at once takes spi_sync and
+            // spi_sync_immediate (__spi_sync), then messages
+            // (spi_transfer_one_message); a queued one spi_async (or spi_sync)
+            // and messages. Our own counters ride in the same round trips.
             for copy in &self.locked {
-                copy.lock().unwrap_or_else(|e| e.into_inner()).messages += 1;
-                {
-                    let mut l = copy.lock().unwrap_or_else(|e| e.into_inner());
-                    if r.immediate {
-                        l.sync_immediate += 1;
-                    } else {
-                        l.queued += 1;
-                    }
+                if r.immediate {
+                    drop(copy.lock().unwrap_or_else(|e| e.into_inner())); // spi_sync
+                    copy.lock().unwrap_or_else(|e| e.into_inner()).sync_immediate += 1;
+                } else {
+                    copy.lock().unwrap_or_else(|e| e.into_inner()).queued += 1;
                 }
-                if !r.ok || r.timeout {
-                    let mut l = copy.lock().unwrap_or_else(|e| e.into_inner());
-                    l.errors += u64::from(!r.ok);
-                    l.timeouts += u64::from(r.timeout);
-                }
-                copy.lock().unwrap_or_else(|e| e.into_inner()).latency.record(r.latency_ns);
+                let mut l = copy.lock().unwrap_or_else(|e| e.into_inner());
+                l.messages += 1;
+                l.errors += u64::from(!r.ok);
+                l.timeouts += u64::from(r.timeout);
+                l.latency.record(r.latency_ns);
             }
         }
     }
