@@ -10,11 +10,22 @@
 //!   echo's SOF, from the bus recorder), `irq_low_us` (INT low per frame, from
 //!   a probe on the lab pin), `cs_to_clock_us`, `cs_high_gap_us` (CS high
 //!   between the first and second access after the frame), the bit lengths of
-//!   the frame's SPI transfers, and the **physical limit** of each echo:
-//!   the SPI wire time between EOF and the echo's SOF, plus the model's store
-//!   and TX-start delays, plus the bus intermission (3 bits) — a sum, as
-//!   the `gap_limit_us` figure is defined, though the intermission runs
-//!   alongside the rest, so the fastest echoes can come in under it; and where each
+//!   the frame's SPI transfers, and the **physical limit** of an echo
+//!   (`gap_limit_us`, `gap_vs_limit` = median gap / limit), a lower bound
+//!   no driver can beat on the lab's MCP2518FD: what must happen one after
+//!   another from the request's EOF to the echo's SOF, counting no software,
+//!   no chip-select timing and no interrupt latency (`run::echo_limit`):
+//!   the chip's store delay (the RX object is in RAM at EOF + 1 µs), the SPI
+//!   bits that carry the frame's DLC and payload out of the RX object and
+//!   into the TX object and then request it (UINC | TXREQ), at the SPI clock
+//!   the driver ran — the first READ command may shift during the store, the
+//!   echo's fixed ID can be written beforehand — and the chip's TX-start
+//!   delay (2 µs); plus whatever part of the bus intermission (3 bit times
+//!   from EOF, which runs alongside all that) they leave uncovered
+//!   (`gap_limit_parts_us`: `spi_wire`, `chip_fixed`,
+//!   `intermission_unoverlapped`, summing to the limit;
+//!   `gap_limit_spi_bits`). For 8 bytes at 250 kbit/s and the driver's
+//!   16.7 MHz SPI: 216 bits, 13.0 + 3.0 + 0 = 16.0 µs. And where each
 //!   gap went (`gap_breakdown_us`, medians): EOF → INT asserted, INT → the
 //!   driver's first CS (the interrupt's delivery and the wake-up), first CS
 //!   → echo SOF (SPI, software between messages, the model's TX start);
@@ -99,8 +110,9 @@ impl PolicyReport {
     fn median_gap(&self) -> f64 {
         median(&self.timed.gaps_us)
     }
+    /// The physical limit of an echo, µs (`run::echo_limit`).
     fn limit(&self) -> f64 {
-        median(&self.timed.limits_us)
+        self.timed.limit.total_ns() / 1e3
     }
     fn pct(&self, ns: u64) -> f64 {
         ns as f64 * 100.0 / self.load.elapsed_ns as f64
@@ -134,6 +146,12 @@ impl PolicyReport {
             "payload_mismatches": t.payload_mismatches,
             "gap_limit_us": r1(self.limit()),
             "gap_vs_limit": round(self.median_gap() / self.limit(), 2),
+            "gap_limit_parts_us": {
+                "spi_wire": round(t.limit.spi_wire_ns / 1e3, 2),
+                "chip_fixed": round(t.limit.chip_fixed_ns / 1e3, 2),
+                "intermission_unoverlapped": round(t.limit.intermission_unoverlapped_ns / 1e3, 2),
+            },
+            "gap_limit_spi_bits": t.limit.spi_bits,
             "irq_thread_cpu_pct": round(self.irq_cpu_pct(), 2),
             "echo_thread_cpu_pct": round(self.pct(self.load.echo_thread_cpu_ns), 2),
             "timed_echo_thread_cpu_pct": round(t.echo_cpu_pct, 2),
@@ -250,14 +268,22 @@ impl CanechoReport {
         );
         row("IRQ thread CPU at full load (%)", a.irq_cpu_pct(), c.irq_cpu_pct(), "13.3", "4.4");
         let mut s = t.render();
+        let l = &c.timed.limit;
         s.push_str(&format!(
-            "\nphysical limit of an echo: {:.1} µs, the sum of its SPI wire time, the chip's store and TX-start delays and \
-             the bus intermission (fast is {:.2}× it;\nthe intermission runs while the rest happens, so an echo can come in \
-             under the sum); SPI transfers per frame: A {:?}, C {:?}\n",
+            "\nphysical limit of an echo: {:.1} µs, a lower bound no driver can beat on this chip (fast is {:.2}× it): \
+             the {} SPI bits that must follow one another\n(read DLC and payload, write them to the TX object, \
+             request it) {:.1} µs + the chip's store and TX-start delays {:.1} µs + the part of the bus intermission \
+             they leave uncovered {:.1} µs\n",
             c.limit(),
             c.median_gap() / c.limit(),
-            a.timed.transfers_per_frame,
-            c.timed.transfers_per_frame
+            l.spi_bits,
+            l.spi_wire_ns / 1e3,
+            l.chip_fixed_ns / 1e3,
+            l.intermission_unoverlapped_ns / 1e3,
+        ));
+        s.push_str(&format!(
+            "SPI transfers per frame: A {:?}, C {:?}\n",
+            a.timed.transfers_per_frame, c.timed.transfers_per_frame
         ));
         s.push_str(&format!(
             "frames echoed: A {}/{}, C {}/{}; payload mismatches: A {}, C {}; lost under load: A {}, C {}\n",
@@ -310,7 +336,25 @@ mod tests {
             }
             assert_eq!(v["frames_sent"], 20);
             assert_eq!(v["load_frames_sent"], 200);
-            assert!(v["gap_limit_us"].as_f64().unwrap() > 12.0, "the limit includes the 12 µs intermission");
+            let limit = v["gap_limit_us"].as_f64().unwrap();
+            assert!(limit >= 12.0, "the 12 µs intermission is a floor of the limit: {v}");
+            let parts = &v["gap_limit_parts_us"];
+            let sum: f64 = ["spi_wire", "chip_fixed", "intermission_unoverlapped"]
+                .iter()
+                .map(|k| parts[k].as_f64().unwrap_or_else(|| panic!("{p}.gap_limit_parts_us.{k} missing: {v}")))
+                .sum();
+            assert!((sum - limit).abs() <= 0.1, "the parts sum to the limit: {v}");
+            assert!(v["gap_limit_spi_bits"].as_u64().unwrap() > 0);
+        }
+        // A limit is a limit: no echo comes in under it. (This driver moves
+        // 392 bits over SPI before its request takes effect, 23.5 µs at
+        // 16.7 MHz, so none of its echoes can come before ~26.5 µs even with
+        // no software at all: a margin of ~10 µs over the 16 µs limit.)
+        for (p, pr) in [("classic", &r.classic), ("fast", &r.fast)] {
+            let limit_us = pr.limit();
+            let min = pr.timed.gaps_us.iter().copied().fold(f64::INFINITY, f64::min);
+            eprintln!("{p}: shortest gap {min:.2} µs, limit {limit_us:.2} µs");
+            assert!(min >= limit_us, "{p}: an echo came {min:.2} µs after EOF, under the {limit_us:.2} µs limit");
         }
         assert!(j["gap_ratio"].is_number() && j["cpu_ratio"].is_number());
         assert!(r.table().contains("RX EOF → echo SOF"));
