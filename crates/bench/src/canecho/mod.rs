@@ -1,10 +1,12 @@
 //! E1 `canecho` (seed 000's own experiment): a `cangen`-like generator on a
 //! virtual CAN bus sends frames to an MCP2518FD model; the mcp251xfd driver,
 //! in one thread playing the IRQ thread and `canecho`, receives each frame
-//! and sends it back. Run once per SPI-core policy (`classic` = the seed's
-//! kernel A, `fast` = every mechanism on), each on its own lab and bus.
+//! and sends it back. Run once per SPI-core policy (`classic` = Linux 5.18,
+//! the seed's kernel A; `linux69` = Linux 6.9, today's kernel; `fast` = every
+//! mechanism on), each on its own lab and bus.
 //!
-//! Two runs per policy, in the order classic, fast, classic, fast:
+//! Two runs per policy, in the order classic, linux-6.9, fast, classic,
+//! linux-6.9, fast:
 //! - the **timed run** (default 1000 frames of 8 bytes, 10 ms apart, at
 //!   250 kbit/s) with the SPI bus traced: `gap_us` (the request's EOF to the
 //!   echo's SOF, from the bus recorder), `irq_low_us` (INT low per frame, from
@@ -31,14 +33,15 @@
 //!   → echo SOF (SPI, software between messages, the model's TX start);
 //!   and `timed_echo_thread_cpu_pct`, what the echo thread's waiting cost.
 //!   With `fast` the driver's INT wait polls ahead of a predicted interrupt
-//!   within its CPU budget (`IntWaitConfig`); with `classic` it always
-//!   sleeps on the interrupt, as the seed's IRQ thread does;
+//!   within its CPU budget (`IntWaitConfig`); with the kernel presets it
+//!   always sleeps on the interrupt, as the kernel's threaded IRQ does;
 //! - the **load run** (back-to-back frames, 20,000 by default) for CPU:
 //!   `irq_thread_cpu_pct` is the CPU time of the threads that do the IRQ
 //!   path's work — the echo thread (`CLOCK_THREAD_CPUTIME_ID`) plus the SPI
-//!   core's pump thread (`/proc/self/task/*/schedstat`), which is where
-//!   classic runs every message (in the seed's kernel the IRQ thread itself
-//!   pumped its `spi_sync` messages, so its 13.3 % includes that work) —
+//!   core's pump thread (`/proc/self/task/*/schedstat`), which runs the
+//!   driver's async TX messages and, in classic, wakes after every message
+//!   (in the seed's kernel the IRQ thread itself pumped its `spi_sync`
+//!   messages, so its 13.3 % includes that work) —
 //!   over the run's elapsed time; both parts are reported too. Beside them,
 //!   `load_host_steal_pct`: the CPU time a hypervisor took from this machine
 //!   during the run (`/proc/stat`). The lab's bus runs in real time while a
@@ -172,6 +175,7 @@ impl PolicyReport {
 pub struct CanechoReport {
     pub options: CanechoOptions,
     pub classic: PolicyReport,
+    pub linux69: PolicyReport,
     pub fast: PolicyReport,
 }
 
@@ -193,18 +197,21 @@ pub fn run(o: &CanechoOptions) -> Result<CanechoReport, String> {
     let timed_t = Traffic { id: o.id, len: o.len, gap_ns, count: o.frames, bitrate: o.bitrate };
     let load_t = Traffic { gap_ns: 0, count: o.load_frames, ..timed_t };
     let tc = run::timed(Policy::classic(), "spiA", &timed_t, o.echo_id_offset)?;
+    let tl = run::timed(Policy::linux69(), "spiL", &timed_t, o.echo_id_offset)?;
     let tf = run::timed(Policy::fast(), "spiC", &timed_t, o.echo_id_offset)?;
-    let (lc, lf) = if o.load_frames > 0 {
+    let (lc, ll, lf) = if o.load_frames > 0 {
         (
             run::load(Policy::classic(), "spiA", &load_t, o.echo_id_offset)?,
+            run::load(Policy::linux69(), "spiL", &load_t, o.echo_id_offset)?,
             run::load(Policy::fast(), "spiC", &load_t, o.echo_id_offset)?,
         )
     } else {
-        (Load::default(), Load::default())
+        (Load::default(), Load::default(), Load::default())
     };
     Ok(CanechoReport {
         options: o.clone(),
         classic: PolicyReport { timed: tc, load: lc },
+        linux69: PolicyReport { timed: tl, load: ll },
         fast: PolicyReport { timed: tf, load: lf },
     })
 }
@@ -218,6 +225,19 @@ impl CanechoReport {
     pub fn cpu_ratio(&self) -> f64 {
         self.fast.irq_cpu_pct() / self.classic.irq_cpu_pct()
     }
+    /// Median gap, fast / linux-6.9.
+    pub fn gap_ratio_vs_linux69(&self) -> f64 {
+        self.fast.median_gap() / self.linux69.median_gap()
+    }
+    /// IRQ-path CPU, fast / linux-6.9.
+    pub fn cpu_ratio_vs_linux69(&self) -> f64 {
+        self.fast.irq_cpu_pct() / self.linux69.irq_cpu_pct()
+    }
+    /// The lowest gap ratio against linux-6.9 any implementation could
+    /// reach on this lab: the physical limit over linux-6.9's median gap.
+    pub fn gap_ratio_vs_linux69_bound(&self) -> f64 {
+        self.fast.limit() / self.linux69.median_gap()
+    }
 
     /// One JSON object.
     pub fn to_json(&self) -> serde_json::Value {
@@ -229,46 +249,43 @@ impl CanechoReport {
                 "load_frames": o.load_frames, "echo_id_offset": o.echo_id_offset,
             },
             "classic": self.classic.to_json(),
+            "linux69": self.linux69.to_json(),
             "fast": self.fast.to_json(),
             "gap_ratio": round(self.gap_ratio(), 3),
             "cpu_ratio": round(self.cpu_ratio(), 3),
+            "gap_ratio_vs_linux69": round(self.gap_ratio_vs_linux69(), 3),
+            "gap_ratio_vs_linux69_bound": round(self.gap_ratio_vs_linux69_bound(), 3),
+            "cpu_ratio_vs_linux69": round(self.cpu_ratio_vs_linux69(), 3),
+            "linux69_gap_ratio_vs_classic": round(self.linux69.median_gap() / self.classic.median_gap(), 3),
+            "linux69_cpu_ratio_vs_classic": round(self.linux69.irq_cpu_pct() / self.classic.irq_cpu_pct(), 3),
         })
     }
 
-    /// The seed's table: A = classic, C = fast.
+    /// The seed's table: A = classic (5.18), 6.9 = linux-6.9, C = fast.
     pub fn table(&self) -> String {
-        let (a, c) = (&self.classic, &self.fast);
-        let mut t = Table::new(&["", "A (classic)", "C (fast)", "C/A", "seed A", "seed C"]);
-        let mut row = |name: &str, x: f64, y: f64, sa: &str, sc: &str| {
+        let (a, l, c) = (&self.classic, &self.linux69, &self.fast);
+        let mut t = Table::new(&["", "A (classic)", "6.9", "C (fast)", "C/A", "C/6.9", "seed A", "seed C"]);
+        let mut row = |name: &str, f: &dyn Fn(&PolicyReport) -> f64, sa: &str, sc: &str| {
+            let (x, m, y) = (f(a), f(l), f(c));
             t.row(vec![
                 name.into(),
                 format!("{x:.1}"),
+                format!("{m:.1}"),
                 format!("{y:.1}"),
                 format!("{:.2}", y / x),
+                format!("{:.2}", y / m),
                 sa.into(),
                 sc.into(),
             ]);
         };
-        row("RX EOF → echo SOF (µs)", a.median_gap(), c.median_gap(), "380", "152");
-        row("IRQ line low (µs)", median(&a.timed.irq_low_us), median(&c.timed.irq_low_us), "160", "55");
-        row(
-            "INT asserted late by the lab (µs)",
-            median(&a.timed.int_delivery_us),
-            median(&c.timed.int_delivery_us),
-            "-",
-            "-",
-        );
-        row("CS → first clock (µs)", median(&a.timed.cs_to_clock_us), median(&c.timed.cs_to_clock_us), "10", "2.6");
-        row(
-            "CS high, 1st → 2nd access (µs)",
-            median(&a.timed.cs_high_gap_us),
-            median(&c.timed.cs_high_gap_us),
-            "25",
-            "5",
-        );
-        row("IRQ thread CPU at full load (%)", a.irq_cpu_pct(), c.irq_cpu_pct(), "13.3", "4.4");
+        row("RX EOF → echo SOF (µs)", &|p| p.median_gap(), "380", "152");
+        row("IRQ line low (µs)", &|p| median(&p.timed.irq_low_us), "160", "55");
+        row("INT asserted late by the lab (µs)", &|p| median(&p.timed.int_delivery_us), "-", "-");
+        row("CS → first clock (µs)", &|p| median(&p.timed.cs_to_clock_us), "10", "2.6");
+        row("CS high, 1st → 2nd access (µs)", &|p| median(&p.timed.cs_high_gap_us), "25", "5");
+        row("IRQ thread CPU at full load (%)", &|p| p.irq_cpu_pct(), "13.3", "4.4");
         let mut s = t.render();
-        let l = &c.timed.limit;
+        let lim = &c.timed.limit;
         s.push_str(&format!(
             "\nphysical limit of an echo: {:.1} µs, a lower bound no driver can beat on this chip (fast is {:.2}× it): \
              the {} SPI bits that must follow one another\n(read DLC and payload, write them to the TX object, \
@@ -276,29 +293,33 @@ impl CanechoReport {
              they leave uncovered {:.1} µs\n",
             c.limit(),
             c.median_gap() / c.limit(),
-            l.spi_bits,
-            l.spi_wire_ns / 1e3,
-            l.chip_fixed_ns / 1e3,
-            l.intermission_unoverlapped_ns / 1e3,
+            lim.spi_bits,
+            lim.spi_wire_ns / 1e3,
+            lim.chip_fixed_ns / 1e3,
+            lim.intermission_unoverlapped_ns / 1e3,
         ));
         s.push_str(&format!(
-            "SPI transfers per frame: A {:?}, C {:?}\n",
-            a.timed.transfers_per_frame, c.timed.transfers_per_frame
+            "SPI transfers per frame: A {:?}, 6.9 {:?}, C {:?}\n",
+            a.timed.transfers_per_frame, l.timed.transfers_per_frame, c.timed.transfers_per_frame
         ));
         s.push_str(&format!(
-            "frames echoed: A {}/{}, C {}/{}; payload mismatches: A {}, C {}; lost under load: A {}, C {}\n",
+            "frames echoed: A {}/{}, 6.9 {}/{}, C {}/{}; payload mismatches: A {}, 6.9 {}, C {}; lost under load: A {}, 6.9 {}, C {}\n",
             a.timed.frames_echoed,
             a.timed.frames_sent,
+            l.timed.frames_echoed,
+            l.timed.frames_sent,
             c.timed.frames_echoed,
             c.timed.frames_sent,
             a.timed.payload_mismatches,
+            l.timed.payload_mismatches,
             c.timed.payload_mismatches,
             a.frames_lost(),
+            l.frames_lost(),
             c.frames_lost()
         ));
-        if let (Some(sa), Some(sc)) = (a.load.host_steal_pct, c.load.host_steal_pct) {
+        if let (Some(sa), Some(sl), Some(sc)) = (a.load.host_steal_pct, l.load.host_steal_pct, c.load.host_steal_pct) {
             s.push_str(&format!(
-                "CPU time the hypervisor stole during the load runs: A {sa:.1} %, C {sc:.1} % (the lab's bus keeps real time while a stolen CPU stands still)\n"
+                "CPU time the hypervisor stole during the load runs: A {sa:.1} %, 6.9 {sl:.1} %, C {sc:.1} % (the lab's bus keeps real time while a stolen CPU stands still)\n"
             ));
         }
         s
@@ -314,7 +335,7 @@ mod tests {
         let o = CanechoOptions { frames: 20, gap_us: 3_000, load_frames: 200, ..CanechoOptions::default() };
         let r = run(&o).unwrap();
         let j = r.to_json();
-        for p in ["classic", "fast"] {
+        for p in ["classic", "linux69", "fast"] {
             let v = &j[p];
             for k in [
                 "gap_us",
@@ -350,13 +371,17 @@ mod tests {
         // 392 bits over SPI before its request takes effect, 23.5 µs at
         // 16.7 MHz, so none of its echoes can come before ~26.5 µs even with
         // no software at all: a margin of ~10 µs over the 16 µs limit.)
-        for (p, pr) in [("classic", &r.classic), ("fast", &r.fast)] {
+        for (p, pr) in [("classic", &r.classic), ("linux69", &r.linux69), ("fast", &r.fast)] {
             let limit_us = pr.limit();
             let min = pr.timed.gaps_us.iter().copied().fold(f64::INFINITY, f64::min);
             eprintln!("{p}: shortest gap {min:.2} µs, limit {limit_us:.2} µs");
             assert!(min >= limit_us, "{p}: an echo came {min:.2} µs after EOF, under the {limit_us:.2} µs limit");
         }
-        assert!(j["gap_ratio"].is_number() && j["cpu_ratio"].is_number());
+        for k in
+            ["gap_ratio", "cpu_ratio", "gap_ratio_vs_linux69", "cpu_ratio_vs_linux69", "gap_ratio_vs_linux69_bound"]
+        {
+            assert!(j[k].is_number(), "{k} missing: {j}");
+        }
         assert!(r.table().contains("RX EOF → echo SOF"));
         assert!(run(&CanechoOptions { len: 9, ..o }).is_err());
     }
