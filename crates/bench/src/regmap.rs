@@ -108,7 +108,7 @@ pub fn run(opts: &RegmapOptions) -> Result<RegmapReport, String> {
         return Err("samples, cached reads, uncached reads and rounds must be at least 1".into());
     }
     let policy = Policy::by_name(&opts.policy)
-        .ok_or_else(|| format!("unknown policy {:?}: use fast or classic", opts.policy))?;
+        .ok_or_else(|| format!("unknown policy {:?}: use {}", opts.policy, Policy::PRESETS.join(", ")))?;
     let lab = Lab::try_new(LabConfig::default()).map_err(|e| e.to_string())?;
     let block = lab.spi_controller(Default::default());
     let regfile = RegFile::new(256);

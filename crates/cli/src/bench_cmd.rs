@@ -119,7 +119,7 @@ pub enum BenchCommand {
         /// SPI clock in Hz.
         #[arg(long, default_value_t = RegmapOptions::default().speed_hz)]
         speed_hz: u32,
-        /// SPI core policy: fast or classic.
+        /// SPI core policy: fast, linux-6.9 or classic.
         #[arg(long, default_value_t = RegmapOptions::default().policy)]
         policy: String,
         /// Timed batches of cached reads.

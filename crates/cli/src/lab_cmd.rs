@@ -11,7 +11,7 @@ pub enum LabCommand {
     /// Record the SPI bus like a logic analyzer and write it as VCD
     /// (open it in PulseView or GTKWave): sync messages on a loopback device.
     Trace {
-        /// Policy: `fast` or `classic`.
+        /// Policy: `fast`, `linux-6.9` or `classic`.
         #[arg(long, default_value = "fast")]
         policy: String,
         /// Messages to record.
@@ -33,8 +33,8 @@ pub enum LabCommand {
 pub fn run(cmd: LabCommand) -> Result<(), String> {
     match cmd {
         LabCommand::Trace { policy, count, size, hz, out } => {
-            let p =
-                Policy::by_name(&policy).ok_or_else(|| format!("unknown policy {policy:?}: use fast or classic"))?;
+            let p = Policy::by_name(&policy)
+                .ok_or_else(|| format!("unknown policy {policy:?}: use {}", Policy::PRESETS.join(", ")))?;
             let trace = wirespeed_bench::spi::trace_sample(p, size, hz, count)?;
             write_file(&out, &trace)?;
             eprintln!("wrote {} events ({} messages, {policy}) to {}", trace.events.len(), count, out.display());
