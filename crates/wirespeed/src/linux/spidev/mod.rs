@@ -292,14 +292,14 @@ impl MessageBackend for Spidev {
         }
         // The prepared message's translation, or one made now in the scratch plan.
         let mut scratch = std::mem::take(&mut self.scratch);
-        let plan = match msg.plan().and_then(|p| p.downcast_mut::<SpidevPlan>()) {
-            Some(p) => p,
-            None => {
-                plan::build(dev, |i| msg.spec(i), n, self.planner.limits, &mut scratch)?;
-                &mut scratch
-            }
+        let result = match msg.plan().and_then(|p| p.downcast_mut::<SpidevPlan>()) {
+            Some(plan) => self.send(dev, plan),
+            None => match plan::build(dev, |i| msg.spec(i), n, self.planner.limits, &mut scratch) {
+                Ok(()) => self.send(dev, &mut scratch),
+                Err(e) => Err(e.into()),
+            },
         };
-        let result = self.send(dev, plan);
+        // Kept, refused message or not: its capacity serves the next one.
         self.scratch = scratch;
         result
     }
