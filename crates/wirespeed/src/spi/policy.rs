@@ -33,7 +33,7 @@
 use std::time::Duration;
 
 /// The SPI core's mechanisms, each with the kernel behaviour its "off"
-/// models (see the [module docs](self) for the table with sources).
+/// models (the table with sources is in the `spi::policy` module docs and the README).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Policy {
     /// On: a sync message runs in the caller's thread when the bus is idle.
