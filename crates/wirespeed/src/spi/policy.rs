@@ -1,39 +1,39 @@
-//! [`Policy`]: one switch per mechanism, so that each one's share can be
-//! measured, and three presets: [`Policy::fast`] (every mechanism on, the
-//! default), and two honest models of the Linux SPI core with spi-imx, the
-//! kernel the seeds measured and today's:
-//!
-//! - [`Policy::classic`]: **Linux 5.18-rc1 as seed 000 measured it ("kernel
-//!   A")**, vanilla spi-imx (no polling patches).
-//! - [`Policy::linux69`]: **Linux 6.9**: the 6.0 sync-path series (per-cpu
-//!   statistics, no queue and no pump kick for a sync message on an idle
-//!   controller), spi-imx's polling below 30 µs (5.19), and 6.9's
-//!   `spi_optimize_message` for prepared messages. The strongest baseline:
-//!   the one `fast` must beat.
-//!
-//! Each switch, what its "off" models, and where (kernel source, `drivers/spi/`):
-//!
-//! | switch | off (the kernel's way) | source | classic | linux-6.9 | fast |
-//! |---|---|---|---|---|---|
-//! | `sync_in_caller` | every sync message handed to the pump thread and waited for | `spi_async` + wait; no kernel preset: 5.18 and 6.x both pump a sync message in the caller when idle (`__spi_sync` → `__spi_pump_messages(ctlr, false)`, `spi_sync_immediate`) | on | on | on |
-//! | `direct_sync` | a sync message on an idle bus goes through the queue in the caller's thread: queued under the queue lock, taken off under it, the lock taken again at finalize | 5.18 `__spi_sync` → `__spi_queued_transfer`, `__spi_pump_messages`, `spi_finalize_current_message`; 6.0 `__spi_transfer_message_noqueue` skips it | off | on | on |
-//! | `quiet_pump` | the pump thread is kicked after every finalized message, to look for more work and tear down | 5.18 `spi_finalize_current_message` → `kthread_queue_work`; 6.0: no kick for the no-queue sync path | off | on | on |
-//! | `lockfree_stats` | statistics under spinlocks, in two copies (controller's and device's): a sync message takes 3 round trips per copy (`spi_sync`, `spi_sync_immediate` in `__spi_sync`; `messages` in `spi_transfer_one_message`), a queued one 2 (`spi_async` or `spi_sync`, `messages`), each transfer 1 (`spi_statistics_add_transfer_stats`): 6 + 2 per transfer for a sync message | 5.18 `SPI_STATISTICS_ADD_TO_FIELD` (seed 000 §6.1); 6.0: per-cpu `u64_stats` | off | on | on |
-//! | `cs_deadlines` | CS setup, hold and inactive times and transfer delays as `_spi_transfer_delay_ns`: `ndelay` up to 1 µs, `udelay` (rounded up to µs) up to 10 µs, `usleep_range(us, us + us/10)` above; a `cs_change` delay of 0 means 10 µs | `spi_set_cs`, `spi_delay_exec`, `_spi_transfer_cs_change_delay_exec`, 5.18 and 6.9 alike | off | off | on |
-//! | `preload_fifo` | `spi_set_cs`, then `transfer_one` fills the FIFO | spi-imx `spi_imx_transfer_one` | off | off | on |
-//! | `adaptive_completion` | always sleep on the IRQ | vanilla 5.18 spi-imx (`spi_imx_dma_transfer`/`spi_imx_pio_transfer` wait for completion); linux-6.9 polls below 30 µs of estimated transfer time (spi-imx `polling_limit_us`, 5.19) | off | on, below 30 µs | on, below the measured wake-up cost |
-//! | `skip_redundant_setup` | mode, clock and word size written for every transfer | spi-imx `spi_imx_setupxfer` in `transfer_one`, 5.18 and 6.9 | off | off | on |
-//! | `pipelined_pump` | each queued message completed, and the next taken, before the next one starts | `spi_finalize_current_message`, then `__spi_pump_messages`, 5.18 and 6.9 | off | off | on |
-//! | `optimize_message` | a prepared message is validated again at every run | 5.18 `__spi_validate` in every `__spi_sync`; 6.9 `spi_optimize_message` validates once | off | on | on |
-//!
-//! `idle_delay` stands for when the controller is really powered down: in
-//! both kernels the pump marks the controller idle at once, but runtime PM
-//! powers spi-imx down only after its 2 s autosuspend delay (`MXC_RPM_TIMEOUT`).
+//! [`Policy`]: one switch per mechanism and three presets (see [`Policy`]
+//! for the table of switches, the kernel behaviour each models, and sources).
 
 use std::time::Duration;
 
-/// The SPI core's mechanisms, each with the kernel behaviour its "off"
-/// models (the table with sources is in the `spi::policy` module docs and the README).
+/// The SPI core's mechanisms: one switch per mechanism, so that each one's share can be
+/// measured, and three presets: [`Policy::fast`] (every mechanism on, the
+/// default), and two honest models of the Linux SPI core with spi-imx, the
+/// kernel the seeds measured and today's:
+///
+/// - [`Policy::classic`]: **Linux 5.18-rc1 as seed 000 measured it ("kernel
+///   A")**, vanilla spi-imx (no polling patches).
+/// - [`Policy::linux69`]: **Linux 6.9**: the 6.0 sync-path series (per-cpu
+///   statistics, no queue and no pump kick for a sync message on an idle
+///   controller), spi-imx's polling below 30 µs (5.19), and 6.9's
+///   `spi_optimize_message` for prepared messages. The strongest baseline:
+///   the one `fast` must beat.
+///
+/// Each switch, what its "off" models, and where (kernel source, `drivers/spi/`):
+///
+/// | switch | off (the kernel's way) | source | classic | linux-6.9 | fast |
+/// |---|---|---|---|---|---|
+/// | `sync_in_caller` | every sync message handed to the pump thread and waited for | `spi_async` + wait; no kernel preset: 5.18 and 6.x both pump a sync message in the caller when idle (`__spi_sync` → `__spi_pump_messages(ctlr, false)`, `spi_sync_immediate`) | on | on | on |
+/// | `direct_sync` | a sync message on an idle bus goes through the queue in the caller's thread: queued under the queue lock, taken off under it, the lock taken again at finalize | 5.18 `__spi_sync` → `__spi_queued_transfer`, `__spi_pump_messages`, `spi_finalize_current_message`; 6.0 `__spi_transfer_message_noqueue` skips it | off | on | on |
+/// | `quiet_pump` | the pump thread is kicked after every finalized message, to look for more work and tear down | 5.18 `spi_finalize_current_message` → `kthread_queue_work`; 6.0: no kick for the no-queue sync path | off | on | on |
+/// | `lockfree_stats` | statistics under spinlocks, in two copies (controller's and device's): a sync message takes 3 round trips per copy (`spi_sync`, `spi_sync_immediate` in `__spi_sync`; `messages` in `spi_transfer_one_message`), a queued one 2 (`spi_async` or `spi_sync`, `messages`), each transfer 1 (`spi_statistics_add_transfer_stats`): 6 + 2 per transfer for a sync message | 5.18 `SPI_STATISTICS_ADD_TO_FIELD` (seed 000 §6.1); 6.0: per-cpu `u64_stats` | off | on | on |
+/// | `cs_deadlines` | CS setup, hold and inactive times and transfer delays as `_spi_transfer_delay_ns`: `ndelay` up to 1 µs, `udelay` (rounded up to µs) up to 10 µs, `usleep_range(us, us + us/10)` above; a `cs_change` delay of 0 means 10 µs | `spi_set_cs`, `spi_delay_exec`, `_spi_transfer_cs_change_delay_exec`, 5.18 and 6.9 alike | off | off | on |
+/// | `preload_fifo` | `spi_set_cs`, then `transfer_one` fills the FIFO | spi-imx `spi_imx_transfer_one` | off | off | on |
+/// | `adaptive_completion` | always sleep on the IRQ | vanilla 5.18 spi-imx (`spi_imx_dma_transfer`/`spi_imx_pio_transfer` wait for completion); linux-6.9 polls below 30 µs of estimated transfer time (spi-imx `polling_limit_us`, 5.19) | off | on, below 30 µs | on, below the measured wake-up cost |
+/// | `skip_redundant_setup` | mode, clock and word size written for every transfer | spi-imx `spi_imx_setupxfer` in `transfer_one`, 5.18 and 6.9 | off | off | on |
+/// | `pipelined_pump` | each queued message completed, and the next taken, before the next one starts | `spi_finalize_current_message`, then `__spi_pump_messages`, 5.18 and 6.9 | off | off | on |
+/// | `optimize_message` | a prepared message is validated again at every run | 5.18 `__spi_validate` in every `__spi_sync`; 6.9 `spi_optimize_message` validates once | off | on | on |
+///
+/// `idle_delay` stands for when the controller is really powered down: in
+/// both kernels the pump marks the controller idle at once, but runtime PM
+/// powers spi-imx down only after its 2 s autosuspend delay (`MXC_RPM_TIMEOUT`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Policy {
     /// On: a sync message runs in the caller's thread when the bus is idle.
