@@ -5,7 +5,9 @@
 mod loopback;
 pub mod mcp2518fd;
 mod regfile;
+pub mod spi_nor;
 
 pub use loopback::Loopback;
 pub use mcp2518fd::{Mcp2518fd, Mcp2518fdConfig};
 pub use regfile::{RegFile, REGFILE_READ, REGFILE_WRITE};
+pub use spi_nor::{ChipSpec, SpiNor, SpiNorOptions};
