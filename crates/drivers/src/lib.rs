@@ -5,3 +5,4 @@
 
 pub mod can;
 pub mod mcp251xfd;
+pub mod spi_nor;
