@@ -7,6 +7,7 @@
 
 pub mod canecho;
 pub mod delay;
+pub mod flash;
 pub mod gpio;
 pub mod host;
 pub mod placement;

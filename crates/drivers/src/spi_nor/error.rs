@@ -109,6 +109,12 @@ pub enum Error {
         /// Why.
         source: Box<Error>,
     },
+    /// [`SpiNor::write`](super::SpiNor::write) read back a byte that differs
+    /// from what it wrote (e.g. after a power cut during the write).
+    VerifyFailed {
+        /// The first address that differs.
+        addr: u32,
+    },
     /// A status register write did not take effect (WP# with the status
     /// register protect bit set, or a non-volatile bit).
     StatusWriteRefused {
@@ -140,6 +146,7 @@ impl fmt::Display for Error {
             Error::Timeout { op, addr } => write!(f, "{op} at {addr:#x}: still busy after its maximum time"),
             Error::ProgramFailed { addr, source } => write!(f, "program at {addr:#x}: {source}"),
             Error::EraseFailed { addr, source } => write!(f, "erase at {addr:#x}: {source}"),
+            Error::VerifyFailed { addr } => write!(f, "verify: {addr:#x} does not hold what was written"),
             Error::StatusWriteRefused { wrote, read } => {
                 write!(f, "status register write of {wrote:#04x} refused: reads {read:#04x}")
             }

@@ -42,6 +42,10 @@
 //!   has them (maxima from its multipliers), else the table's; where both
 //!   exist the larger maximum is used. [`SpiNor::set_time_scale`] scales
 //!   them all. Polls are counted ([`Stats::status_polls`]).
+//! - **Smart write** ([`SpiNor::write`]): read, compare per smallest
+//!   sector, skip equal sectors, program without erasing where only 1→0
+//!   changes are needed, erase the rest with the largest blocks that are
+//!   wholly to be erased, program the non-`FF` pages, verify what changed.
 //! - **Protection**: before a program or erase, status register 1 is read
 //!   and a request touching the range its BP bits protect fails with
 //!   [`Error::Protected`] without sending the command (for parts not in the
@@ -58,12 +62,14 @@ mod program;
 mod protect;
 mod read;
 pub mod sfdp;
+mod smart;
 mod wait;
 
 pub use chips::{by_jedec_id, KnownChip, KNOWN_CHIPS};
 pub use error::{Error, Op};
 pub use geometry::{EraseType, Geometry, OpTime, ProgramKind, ProtectLayout};
 pub use protect::Protection;
+pub use smart::{EraseCount, Phase, Progress, WriteReport};
 pub use wait::WAIT_SLACK_NS;
 
 use wirespeed::spi::{PreparedMessage, SpiDevice};

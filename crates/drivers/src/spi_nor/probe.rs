@@ -92,10 +92,15 @@ fn cross_check(k: &KnownChip, b: &Bfpt) -> Result<(), Error> {
     Ok(())
 }
 
-/// SFDP's typical time if it has one, the table's otherwise; the larger maximum.
+/// An operation's time from SFDP and from the known-parts table. Where both
+/// have one, the typical time is the smaller: SFDP's coarse units (e.g.
+/// 64 µs steps for a page program, 16 ms for a 4 KiB erase) round the
+/// datasheet's typical up, and a wait that starts later than the chip
+/// finishes costs the whole difference on every operation. The limit is
+/// the larger maximum, so a slow chip is never declared timed out early.
 fn merge(sfdp: Option<OpTime>, table: Option<OpTime>, default: OpTime) -> OpTime {
     match (sfdp, table) {
-        (Some(s), Some(t)) => OpTime { typ_ns: s.typ_ns, max_ns: s.max_ns.max(t.max_ns) },
+        (Some(s), Some(t)) => OpTime { typ_ns: s.typ_ns.min(t.typ_ns), max_ns: s.max_ns.max(t.max_ns) },
         (Some(s), None) => s,
         (None, Some(t)) => t,
         (None, None) => default,
