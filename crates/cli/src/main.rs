@@ -6,6 +6,10 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod bench_cmd;
+mod flash_cmd;
+mod flash_error;
+mod flash_ops;
+mod flash_target;
 mod host_flag;
 mod lab_cmd;
 mod list_cmd;
@@ -45,6 +49,13 @@ enum Command {
     /// (cs_change), still in the one message. `--dev lab-spidev` runs on an
     /// emulated spidev node with a loopback device, no hardware needed.
     Spi(spi_cmd::SpiArgs),
+    /// A SPI NOR flash: probe, read, write, verify, erase, with progress bars.
+    ///
+    /// `wirespeed flash --dev /dev/spidevB.C probe` identifies the chip
+    /// (JEDEC ID, SFDP); `read -o FILE`, `write FILE`, `verify FILE` and
+    /// `erase` work on all of it or on --offset/--length. `--lab CHIP[:IMAGE]`
+    /// runs on an emulated chip (backed by IMAGE when given), no hardware needed.
+    Flash(flash_cmd::FlashArgs),
     /// Seed 000's CAN echo on the lab, classic against fast, in a few
     /// seconds: the quick `bench canecho` and its table.
     Demo {
@@ -63,6 +74,7 @@ fn main() -> ExitCode {
         Command::Lab(l) => lab_cmd::run(l),
         Command::List(l) => list_cmd::run(l).map_err(|e| e.to_string()),
         Command::Spi(s) => spi_cmd::run(s).map_err(|e| e.to_string()),
+        Command::Flash(f) => flash_cmd::run(f).map_err(|e| e.to_string()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

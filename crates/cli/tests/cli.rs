@@ -402,3 +402,119 @@ fn spi_xfer_refuses_bad_segments_and_missing_nodes_clearly() {
         assert!(help.contains(needle), "spi --help lacks {needle:?}:\n{help}");
     }
 }
+
+/// A per-test temporary directory (removed at the end).
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("wirespeed-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+    fn path(&self, f: &str) -> String {
+        self.0.join(f).to_str().unwrap().to_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn flash_probe_of_a_lab_chip_gives_its_id_and_layout() {
+    let j = json(&["flash", "probe", "--lab", "w25q128jv", "--json"]);
+    assert_eq!(j["chip"], "W25Q128JV", "{j}");
+    assert_eq!(j["jedec_id"], "ef4018", "{j}");
+    assert_eq!(j["size_bytes"], 16 << 20, "{j}");
+    assert_eq!(j["erase_sizes"][0], 4096, "{j}");
+    assert!(j["sfdp_revision"].is_string(), "{j}");
+    let out = wirespeed(&["flash", "--lab", "W25Q128JV", "probe"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("ef4018") && text.contains("protection"), "{text}");
+}
+
+#[test]
+fn flash_write_read_verify_round_trip_on_an_image_backed_lab_chip() {
+    let dir = TempDir::new("flash-rt");
+    let (image, data, back) = (dir.path("chip.bin"), dir.path("data.bin"), dir.path("back.bin"));
+    let bytes: Vec<u8> = (0..5000u32).map(|i| (i.wrapping_mul(37) >> 3) as u8).collect();
+    std::fs::write(&data, &bytes).unwrap();
+    let lab = format!("w25q128jv:{image}");
+    let w = json(&["flash", "--lab", &lab, "write", &data, "--offset", "0x1000", "--length", "5000", "--json"]);
+    assert_eq!(w["operation"], "write", "{w}");
+    assert_eq!(w["bytes"], 5000, "{w}");
+    assert_eq!(w["report"]["verified"], true, "{w}");
+    assert!(w["elapsed_s"].is_f64(), "{w}");
+    // The image file now holds the data, and the chip reads it back.
+    assert_eq!(std::fs::metadata(&image).unwrap().len(), 16 << 20);
+    let r = json(&["flash", "--lab", &lab, "read", "-o", &back, "--offset", "4K", "--length", "5000", "--json"]);
+    assert_eq!(r["bytes"], 5000, "{r}");
+    assert_eq!(std::fs::read(&back).unwrap(), bytes);
+    let v = json(&["flash", "--lab", &lab, "verify", &data, "--offset", "0x1000", "--json"]);
+    assert_eq!(v["operation"], "verify", "{v}");
+    // The same write again finds nothing to do.
+    let again = json(&["flash", "--lab", &lab, "write", &data, "--offset", "0x1000", "--json"]);
+    let rep = &again["report"];
+    assert!(rep["sectors_skipped"] == 2 && rep["pages_programmed"] == 0 && rep["erase_commands"] == 0, "{again}");
+    // Elsewhere it differs.
+    refused(&["flash", "--lab", &lab, "verify", &data, "--offset", "0x3000"], &["verify failed", "0x3000"]);
+}
+
+#[test]
+fn flash_refuses_wrong_sizes_unknown_chips_bad_ranges_and_missing_nodes() {
+    let dir = TempDir::new("flash-refused");
+    let data = dir.path("small.bin");
+    std::fs::write(&data, [0u8; 100]).unwrap();
+    refused(&["flash", "--lab", "w25q128jv", "write", &data], &["100 bytes", "--offset", "--length"]);
+    refused(&["flash", "--lab", "nosuchchip", "probe"], &["nosuchchip", "W25Q128JV", "MX25L12835F", "SST25VF016B"]);
+    refused(&["flash", "--lab", "w25q128jv", "erase", "--offset", "0x800", "--length", "4K"], &["4096", "multiples"]);
+    refused(&["flash", "--lab", "w25q128jv", "erase"], &["--offset", "--chip"]);
+    refused(&["flash", "--lab", "w25q128jv", "read", "-o", &dir.path("x"), "--offset", "16M"], &["beyond", "0xffffff"]);
+    refused(&["flash", "--lab", "w25q128jv", "verify", &dir.path("missing.bin")], &["missing.bin"]);
+    refused(&["flash", "probe"], &["--dev", "--lab"]);
+    refused(&["flash", "--dev", "/dev/spidev9.9", "probe"], &["/dev/spidev9.9", "wirespeed list", "--lab"]);
+    let help = String::from_utf8_lossy(&wirespeed(&["flash", "--help"]).stdout).into_owned();
+    for needle in ["--lab CHIP:IMAGE", "write firmware.bin --offset", "erase --chip", "Ctrl-C", "--json"] {
+        assert!(help.contains(needle), "flash --help lacks {needle:?}:\n{help}");
+    }
+}
+
+#[test]
+fn flash_erase_stops_at_a_sector_boundary_on_ctrl_c_and_says_how_to_resume() {
+    let child = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(["flash", "--lab", "w25q128jv", "erase", "--offset", "0", "--length", "4M"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted") && err.contains("resume with --offset 0x"), "{err}");
+}
+
+#[test]
+fn flash_protected_ranges_are_refused_until_unprotect() {
+    // The SST25VF016B powers up with every block protected.
+    let probe = json(&["flash", "--lab", "sst25vf016b", "probe", "--json"]);
+    assert_eq!(probe["protection"]["protected"], true, "{probe}");
+    refused(
+        &["flash", "--lab", "sst25vf016b", "erase", "--offset", "0", "--length", "4K"],
+        &["block-protected", "--unprotect"],
+    );
+    let e =
+        json(&["flash", "--lab", "sst25vf016b", "erase", "--offset", "0", "--length", "4K", "--unprotect", "--json"]);
+    assert_eq!(e["unprotected"], true, "{e}");
+    let dir = TempDir::new("flash-sst");
+    let data = dir.path("data.bin");
+    std::fs::write(&data, [0x5au8; 300]).unwrap();
+    let w = json(&["flash", "--lab", "sst25vf016b", "write", &data, "--offset", "0x10", "--unprotect", "--json"]);
+    assert!(w["report"]["verified"] == true && w["unprotected"] == true, "{w}");
+}
