@@ -1,8 +1,7 @@
 //! The built-in table of known JEDEC IDs: data, one row per part, used for
 //! parts without SFDP and cross-checked against SFDP where both exist.
 //!
-//! Times are the datasheets' typical/maximum values (SST25VF016B: maxima
-//! only, used as typical too).
+//! Times are the datasheets' typical/maximum values.
 
 use super::geometry::{EraseType, OpTime, ProgramKind, ProtectLayout};
 
@@ -47,7 +46,7 @@ const fn erase3(t4k: OpTime, t32k: OpTime, t64k: OpTime) -> [EraseType; 3] {
 const W25Q_ERASE: [EraseType; 3] = erase3(OpTime::ms(45, 400), OpTime::ms(120, 1600), OpTime::ms(150, 2000));
 const MX25_ERASE: [EraseType; 3] = erase3(OpTime::ms(30, 200), OpTime::ms(150, 1000), OpTime::ms(280, 2000));
 const GD25_ERASE: [EraseType; 3] = erase3(OpTime::ms(50, 400), OpTime::ms(150, 800), OpTime::ms(250, 1200));
-const SST_ERASE: [EraseType; 3] = erase3(OpTime::ms(25, 25), OpTime::ms(25, 25), OpTime::ms(25, 25));
+const SST_ERASE: [EraseType; 3] = erase3(OpTime::ms(18, 25), OpTime::ms(18, 25), OpTime::ms(18, 25));
 
 /// The known parts.
 pub const KNOWN_CHIPS: &[KnownChip] = &[
@@ -110,8 +109,8 @@ pub const KNOWN_CHIPS: &[KnownChip] = &[
         page_size: 1,
         program: ProgramKind::ByteAndAai,
         erase: &SST_ERASE,
-        page_program: OpTime::us(10, 10),
-        chip_erase: OpTime::ms(50, 50),
+        page_program: OpTime::us(7, 10),
+        chip_erase: OpTime::ms(35, 50),
         write_status: OpTime::us(0, 0),
         protect: ProtectLayout { bp_shift: 2, bp_bits: 3, tb_bit: None, unit: 64 * KIB },
         ewsr: true,

@@ -214,9 +214,10 @@ pub const GD25Q64C: ChipSpec = ChipSpec {
     sr1_default: 0x00,
 };
 
-/// Microchip (SST) SST25VF016B, 16 Mbit. Times: datasheet "Erase and
-/// program timing" gives maxima only (used as typical too): tBP 10 µs,
-/// tSE 25 ms, tBE 25 ms (32K and 64K), tSCE 50 ms. WRSR is immediate.
+/// Microchip (SST) SST25VF016B, 16 Mbit. Times: typical from the
+/// datasheet's features list (sector/block erase 18 ms, chip erase 35 ms,
+/// byte program 7 µs), maximum from its AC table (tSE and tBE 25 ms, tSCE
+/// 50 ms, tBP 10 µs). WRSR is immediate.
 pub const SST25VF016B: ChipSpec = ChipSpec {
     name: "SST25VF016B",
     jedec_id: [0xBF, 0x25, 0x41],
@@ -224,12 +225,12 @@ pub const SST25VF016B: ChipSpec = ChipSpec {
     page_size: 1,
     program: ProgramKind::ByteAndAai,
     erase: &[
-        EraseType { size: 4 * KIB, opcode: 0x20, opcode_4b: None, time: ms(25, 25) },
-        EraseType { size: 32 * KIB, opcode: 0x52, opcode_4b: None, time: ms(25, 25) },
-        EraseType { size: 64 * KIB, opcode: 0xD8, opcode_4b: None, time: ms(25, 25) },
+        EraseType { size: 4 * KIB, opcode: 0x20, opcode_4b: None, time: ms(18, 25) },
+        EraseType { size: 32 * KIB, opcode: 0x52, opcode_4b: None, time: ms(18, 25) },
+        EraseType { size: 64 * KIB, opcode: 0xD8, opcode_4b: None, time: ms(18, 25) },
     ],
-    page_program: us(10, 10),
-    chip_erase: ms(50, 50),
+    page_program: us(7, 10),
+    chip_erase: ms(35, 50),
     write_status: us(0, 0),
     rdsr2: false,
     four_byte_opcodes: false,
