@@ -1,6 +1,6 @@
 //! The `wirespeed` command: benchmarks on the lab, lab tools, the demo,
-//! `list` (what SPI and GPIO devices there are to talk to) and `spi` (hex
-//! messages to one of them).
+//! `list` (what SPI and GPIO devices there are to talk to), `spi` (hex
+//! messages to one of them) and `flash` (a SPI NOR programmer).
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -17,7 +17,7 @@ mod realtime_flag;
 mod spi_cmd;
 mod spi_segments;
 
-/// wirespeed: low-latency peripheral I/O for Linux, run on the emulated lab.
+/// wirespeed: low-latency peripheral I/O for Linux, on the emulated lab or on real spidev and GPIO devices.
 #[derive(Debug, Parser)]
 #[command(name = "wirespeed", version, about, long_about = None)]
 struct Cli {
