@@ -15,6 +15,9 @@ use wirespeed_lab::devices::Loopback;
 use wirespeed_lab::spi::SpiController;
 use wirespeed_lab::{Lab, LabConfig};
 
+/// The emulated node's default clock (its device tree's `spi-max-frequency`).
+const NODE_DEFAULT_HZ: u32 = 50_000_000;
+
 /// The name `--dev` takes for the emulated spidev node.
 pub const LAB_SPIDEV: &str = "lab-spidev";
 
@@ -89,7 +92,7 @@ pub fn open(target: &Target, policy: Policy, instant_wire: bool) -> Result<Opene
             // The emulated kernel runs the lab block as fast as it can, whatever the policy above.
             let kernel = Bus::try_new(LabSpi::new(block.clone()), Policy::fast()).map_err(|e| e.to_string())?;
             let limits = Limits::with_bufsiz(Limits::DEFAULT_BUFSIZ);
-            let node = LabSpidevIo::new(kernel, 0, kernel_max_hz(), limits);
+            let node = LabSpidevIo::new(kernel, 0, NODE_DEFAULT_HZ, limits);
             let sp = Spidev::with_io(node, LAB_SPIDEV, limits).map_err(|e| e.to_string())?;
             let counters = Some(sp.counters());
             let bus = Bus::try_with_message_backend(sp, policy).map_err(|e| e.to_string())?;
@@ -102,11 +105,6 @@ pub fn open(target: &Target, policy: Policy, instant_wire: bool) -> Result<Opene
             Ok(Opened { bus, block: None, lab: None, counters })
         }
     }
-}
-
-/// The emulated node's default clock (its device tree's `spi-max-frequency`).
-fn kernel_max_hz() -> u32 {
-    50_000_000
 }
 
 #[cfg(test)]

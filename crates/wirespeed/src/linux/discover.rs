@@ -37,9 +37,10 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// spidev's `bufsiz` when the module parameter is not set: the largest
-/// message (sum of its transfers' lengths) one `SPI_IOC_MESSAGE` may carry.
-pub const DEFAULT_SPIDEV_BUFSIZ: u32 = 4096;
+/// spidev's `bufsiz` when the module parameter is not set: the most TX
+/// bytes, and the most RX bytes, one `SPI_IOC_MESSAGE` may carry (each
+/// buffer counted rounded up; see [`spidev::Limits`](super::spidev::Limits)).
+pub const DEFAULT_SPIDEV_BUFSIZ: u32 = super::spidev::Limits::DEFAULT_BUFSIZ as u32;
 
 /// Something that exists but could not be read, opened or understood.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -295,7 +296,7 @@ pub fn discover(root: impl AsRef<Path>) -> Discovery {
         .collect();
     gpio_chips.sort_by_key(|c| c.number);
 
-    let bufsiz_path = sys.join("module/spidev/parameters/bufsiz");
+    let bufsiz_path = sys.join(super::spidev::BUFSIZ_SYSFS);
     let spidev_bufsiz = read_text(&bufsiz_path).and_then(|t| match t {
         None => Ok(None),
         Some(s) => s.parse::<u32>().map(Some).map_err(|_| {

@@ -56,8 +56,8 @@ use std::sync::Arc;
 use uapi::{SPI_CPHA, SPI_CPOL};
 use wirespeed_time::{now, Deadline, Instant};
 
-/// Where spidev publishes its `bufsiz` module parameter.
-pub const BUFSIZ_PATH: &str = "/sys/module/spidev/parameters/bufsiz";
+/// Where spidev publishes its `bufsiz` module parameter, below `/sys`.
+pub const BUFSIZ_SYSFS: &str = "module/spidev/parameters/bufsiz";
 
 /// What the backend did, counted as it went: read it while the bus runs.
 #[derive(Debug, Default)]
@@ -113,7 +113,7 @@ impl Spidev {
         let path = path.as_ref();
         let name = path.display().to_string();
         let fd = SpidevFd::open(path).map_err(|e| SpidevError::from_open(e, &name))?;
-        let bufsiz = std::fs::read_to_string(BUFSIZ_PATH)
+        let bufsiz = std::fs::read_to_string(Path::new("/sys").join(BUFSIZ_SYSFS))
             .ok()
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(Limits::DEFAULT_BUFSIZ);
@@ -316,7 +316,7 @@ impl Spidev {
         self.ensure_mode(mode_of(dev))?;
         self.counters.messages.fetch_add(1, Ordering::Relaxed);
         let pin = match &dev.cs {
-            ChipSelect::Gpio(pin) => Some(pin.clone()),
+            ChipSelect::Gpio(pin) => Some(pin),
             _ => None,
         };
         for c in 0..plan.chunks.len() {
