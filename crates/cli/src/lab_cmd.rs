@@ -27,18 +27,50 @@ pub enum LabCommand {
         #[arg(long, short, default_value = "wirespeed-trace.vcd")]
         out: PathBuf,
     },
+    /// Run an unmodified program on lab devices: its /dev/spidevB.C and
+    /// /dev/gpiochipN are those of a board file.
+    ///
+    /// The program runs with the shim (libwirespeed_shim.so) preloaded
+    /// (LD_PRELOAD), which serves the board's nodes from an emulated lab in
+    /// real time; every other file is the host's. Examples:
+    ///
+    ///   wirespeed lab run --config examples/lab.toml -- flashrom -p linux_spi:dev=/dev/spidev0.0 -r out.bin
+    ///
+    ///   wirespeed lab run --config examples/lab.toml -- gpiomon --num-events=4 gpiochip0 0
+    ///
+    ///   wirespeed lab run --config examples/lab.toml --trace bus.vcd -- python3 my_spidev_script.py
+    ///
+    /// The board file format is documented in examples/lab.toml. Statically
+    /// linked programs and raw syscall() users bypass LD_PRELOAD and see
+    /// the host's devices. Exits with the program's status.
+    #[command(verbatim_doc_comment)]
+    Run {
+        /// The board file (TOML): SPI buses and their devices, GPIO chips and their lines.
+        #[arg(long, default_value = "examples/lab.toml")]
+        config: PathBuf,
+        /// Record the SPI bus traffic and write it as VCD to this file when the program exits.
+        #[arg(long)]
+        trace: Option<PathBuf>,
+        /// The program and its arguments (after `--`).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        program: Vec<std::ffi::OsString>,
+    },
 }
 
-/// Runs a lab tool.
-pub fn run(cmd: LabCommand) -> Result<(), String> {
+/// Runs a lab tool; the exit code is the program's for `lab run`.
+pub fn run(cmd: LabCommand) -> Result<u8, String> {
     match cmd {
+        LabCommand::Run { config, trace, program } => {
+            let status = crate::lab_run::run(&config, trace.as_deref(), &program[0], &program[1..])?;
+            Ok(status.code().map_or(1, |c| c.clamp(0, 255) as u8))
+        }
         LabCommand::Trace { policy, count, size, hz, out } => {
             let p = Policy::by_name(&policy)
                 .ok_or_else(|| format!("unknown policy {policy:?}: use {}", Policy::PRESETS.join(", ")))?;
             let trace = wirespeed_bench::spi::trace_sample(p, size, hz, count)?;
             write_file(&out, &trace)?;
             eprintln!("wrote {} events ({} messages, {policy}) to {}", trace.events.len(), count, out.display());
-            Ok(())
+            Ok(0)
         }
     }
 }

@@ -12,6 +12,7 @@ mod flash_ops;
 mod flash_target;
 mod host_flag;
 mod lab_cmd;
+mod lab_run;
 mod list_cmd;
 mod realtime_flag;
 mod spi_cmd;
@@ -30,7 +31,7 @@ enum Command {
     /// Run one experiment on the lab and print a table (or JSON with --json).
     #[command(subcommand)]
     Bench(bench_cmd::BenchCommand),
-    /// Look at the emulated hardware directly (bus traces).
+    /// The emulated hardware: bus traces, and unmodified programs run on lab devices (`lab run`).
     #[command(subcommand)]
     Lab(lab_cmd::LabCommand),
     /// What there is to talk to: spidev nodes, other SPI devices, GPIO chips, the lab.
@@ -71,7 +72,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(b) => bench_cmd::run(b),
         Command::Demo { realtime, host } => bench_cmd::demo(realtime, host),
-        Command::Lab(l) => lab_cmd::run(l),
+        Command::Lab(l) => match lab_cmd::run(l) {
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
         Command::List(l) => list_cmd::run(l).map_err(|e| e.to_string()),
         Command::Spi(s) => spi_cmd::run(s).map_err(|e| e.to_string()),
         Command::Flash(f) => flash_cmd::run(f).map_err(|e| e.to_string()),
