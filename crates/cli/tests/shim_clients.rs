@@ -194,6 +194,12 @@ with gpiod.request_lines("/dev/gpiochip0", consumer="shim-test", config={
     gaps = [(b.timestamp_ns - a.timestamp_ns) / 1e6 for a, b in zip(events, events[1:])]
     assert all(9 < g < 11 for g in gaps), gaps
     assert [e.line_seqno for e in events] == sorted(e.line_seqno for e in events)
+    # Readiness is the kernel's: epoll and select on the request's descriptor.
+    import select
+    ep = select.epoll()
+    ep.register(req.fd, select.EPOLLIN)
+    assert ep.poll(1.0), "epoll saw no edge within 1 s"
+    assert select.select([req.fd], [], [], 1.0)[0] == [req.fd]
 print("ok")
 "#;
     let py = python();
@@ -228,5 +234,61 @@ fn a_mistake_in_the_board_file_fails_the_program_s_open_and_says_where() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("ENOENT"), "{}", text(&out));
     assert_eq!(err.lines().filter(|l| l.contains("wirespeed-shim")).count(), 1, "{}", text(&out));
     assert!(err.contains("lab.toml:") && err.contains("w25q999"), "{}", text(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_ioctl_the_lab_lacks_is_enotty_with_one_line_per_request_number() {
+    let dir = workdir("enotty");
+    let script = r#"
+import fcntl, os, errno
+fd = os.open("/dev/spidev0.1", os.O_RDWR)
+for request in (0x80046b63, 0x80046b63, 0x5401):
+    try:
+        fcntl.ioctl(fd, request, bytearray(4))
+        raise SystemExit("served")
+    except OSError as e:
+        assert e.errno == errno.ENOTTY, e
+print("ok")
+"#;
+    let out = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(["lab", "run", "--config", "lab.toml", "--", "python3", "-c", script])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("ok"), "{}", text(&out));
+    assert_eq!(err.matches("not served by the lab").count(), 2, "one line per request number: {}", text(&out));
+    assert!(err.contains("0x80046b63") && err.contains("0x00005401"), "{}", text(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn lab_run_trace_records_the_bus_traffic_of_the_program() {
+    let dir = workdir("trace");
+    let script = "import os\nfd = os.open('/dev/spidev0.1', os.O_RDWR)\nos.write(fd, b'\\x5a' * 8)\n";
+    let out = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(["lab", "run", "--config", "lab.toml", "--trace", "bus.vcd", "--", "python3", "-c", script])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let vcd = std::fs::read_to_string(dir.join("bus.vcd")).unwrap_or_default();
+    assert!(vcd.contains("$enddefinitions"), "{}", text(&out));
+    // 8 bytes on CS 1: 64 rising clock edges.
+    let clock_ups = vcd.lines().filter(|l| *l == "1c").count();
+    assert_eq!(clock_ups, 64, "{vcd}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn lab_run_exits_with_the_program_s_status() {
+    let dir = workdir("status");
+    let out = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+        .args(["lab", "run", "--config", "lab.toml", "--", "sh", "-c", "exit 7"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out));
     let _ = std::fs::remove_dir_all(&dir);
 }
