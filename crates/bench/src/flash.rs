@@ -44,7 +44,24 @@
 //! pages programmed, over both writes. The two writes are one after the
 //! other by nature (the second depends on what the first left), not
 //! interleaved; run the scenario again to see their spread.
+//!
+//! # flashrom
+//! With [`FlashOptions::flashrom`] (the CLI's default; `--no-flashrom`
+//! skips it), after our two writes flashrom 1.3 does the full write's job —
+//! write + verify of the same image over the same initial contents, on the
+//! same lab chip model at the same clock and time scale — through the
+//! `LD_PRELOAD` shim ([`crate::flash_flashrom`] has the files and the
+//! command): `flashrom_s` is its wall time from spawn to exit,
+//! `flashrom_ratio` = `flashrom_s / elapsed_s` (ours, full write), and
+//! `flashrom_erase_kib` the erase block size its `-V` output shows (1.3
+//! uses the chip's first erase function, 4 KiB, for every block). flashrom's
+//! time includes its process start and probe (tens of ms) and its fixed 1 s
+//! pause before verifying besides the write; ours is the write alone. The
+//! table shows flashrom's time against the same chip limit as the full
+//! write's. Without flashrom the three keys are `null`.
 
+use crate::flash_flashrom::{self, FlashromRun};
+use crate::shim::Launcher;
 use crate::stats::round;
 use crate::table::Table;
 use serde_json::{json, Value};
@@ -71,11 +88,21 @@ pub struct FlashOptions {
     pub changed_percent: f64,
     /// Seed of the random contents and of the changed sectors' choice.
     pub seed: u64,
+    /// Run flashrom's write of the same image through the shim this
+    /// launcher starts programs under (module docs); `None`: no comparison.
+    pub flashrom: Option<Launcher>,
 }
 
 impl Default for FlashOptions {
     fn default() -> Self {
-        FlashOptions { size: 1 << 20, speed_hz: 50_000_000, time_scale: 1.0, changed_percent: 10.0, seed: 7 }
+        FlashOptions {
+            size: 1 << 20,
+            speed_hz: 50_000_000,
+            time_scale: 1.0,
+            changed_percent: 10.0,
+            seed: 7,
+            flashrom: None,
+        }
     }
 }
 
@@ -122,9 +149,16 @@ pub struct FlashReport {
     pub driver_typ_us: Vec<(String, f64)>,
     /// The chip's own typical times, same order, µs.
     pub chip_typ_us: Vec<(String, f64)>,
+    /// flashrom's write of the full image (`None`: not run).
+    pub flashrom: Option<FlashromRun>,
 }
 
 impl FlashReport {
+    /// flashrom's time over ours, full write (`None`: flashrom not run).
+    pub fn flashrom_ratio(&self) -> Option<f64> {
+        self.flashrom.as_ref().map(|f| f.elapsed_s / self.full.elapsed_s)
+    }
+
     /// Status polls per page programmed, over both writes.
     pub fn status_polls_per_page(&self) -> f64 {
         let polls = self.full.report.program_status_polls + self.partial.report.program_status_polls;
@@ -243,6 +277,22 @@ pub fn run(opts: &FlashOptions) -> Result<FlashReport, String> {
     let before = rng.bytes(opts.size);
     chip.poke(0, &before);
     let image = rng.bytes(opts.size);
+    // flashrom's files and command first: a missing flashrom or shim fails
+    // before the timed runs, not after.
+    let flashrom = match &opts.flashrom {
+        Some(launcher) => {
+            let whole = chip.peek(0, spec.size as usize);
+            let job = flash_flashrom::Job {
+                chip: spec.name,
+                before: &whole,
+                image: &image,
+                speed_hz: opts.speed_hz,
+                time_scale: opts.time_scale,
+            };
+            Some(flash_flashrom::prepare(launcher, &job).map_err(|e| e.to_string())?)
+        }
+        None => None,
+    };
 
     // 1. Full write.
     let (limit, wire) = chip_limit(spec, &before, &image, clock_hz, opts.time_scale);
@@ -277,6 +327,9 @@ pub fn run(opts: &FlashOptions) -> Result<FlashReport, String> {
     }
     let partial = WriteRun { elapsed_s: elapsed, chip_limit_s: limit, wire_s: wire, report, sectors_changed: changed };
 
+    // 3. flashrom's write of the first image over the same initial contents.
+    let flashrom = flashrom.map(|p| p.run()).transpose().map_err(|e| e.to_string())?;
+
     let g = f.geometry();
     let us = |ns: u64| ns as f64 / 1e3;
     let mut driver_typ_us = vec![("page program".to_string(), us(g.page_program.typ_ns))];
@@ -294,6 +347,7 @@ pub fn run(opts: &FlashOptions) -> Result<FlashReport, String> {
         partial,
         driver_typ_us,
         chip_typ_us,
+        flashrom,
     })
 }
 
@@ -339,6 +393,10 @@ impl FlashReport {
         o.insert("time_scale".into(), json!(self.time_scale));
         o.insert("driver_typical_us".into(), typ(&self.driver_typ_us));
         o.insert("chip_typical_us".into(), typ(&self.chip_typ_us));
+        let fr = self.flashrom.as_ref();
+        o.insert("flashrom_s".into(), json!(fr.map(|f| round(f.elapsed_s, 4))));
+        o.insert("flashrom_ratio".into(), json!(self.flashrom_ratio().map(|r| round(r, 3))));
+        o.insert("flashrom_erase_kib".into(), json!(fr.and_then(|f| f.erase_kib)));
         json!({ "scenario": "flash", "flash": flash })
     }
 
@@ -363,6 +421,21 @@ impl FlashReport {
                 r.commands.to_string(),
             ]);
         }
+        if let Some(fr) = &self.flashrom {
+            t.row(vec![
+                "flashrom -w, same image as full (through the shim)".into(),
+                format!("{:.3} s", fr.elapsed_s),
+                format!("{:.3} s", self.full.chip_limit_s),
+                format!("{:.3}", fr.elapsed_s / self.full.chip_limit_s),
+                fr.erase_kib.map_or("-".into(), |k| format!("{k}K blocks")),
+                "-".into(),
+                "-".into(),
+            ]);
+        }
+        let flashrom = match self.flashrom_ratio() {
+            Some(r) => format!("flashrom / ours (full write): {r:.2}\n"),
+            None => String::new(),
+        };
         let typ: Vec<String> = self
             .driver_typ_us
             .iter()
@@ -371,7 +444,7 @@ impl FlashReport {
             .collect();
         format!(
             "flash: smart write of {} KiB on the lab {} at {} Hz (clock {} Hz), time scale {}\n{}\
-             partial / full elapsed: {:.3}; status polls per page: {:.2}\n\
+             partial / full elapsed: {:.3}; status polls per page: {:.2}\n{flashrom}\
              typical times, driver (SFDP) / chip: {}\n",
             self.size / 1024,
             self.chip,

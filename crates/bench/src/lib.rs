@@ -8,10 +8,12 @@
 pub mod canecho;
 pub mod delay;
 pub mod flash;
+pub mod flash_flashrom;
 pub mod gpio;
 pub mod host;
 pub mod placement;
 pub mod regmap;
+pub mod shim;
 pub mod spi;
 pub mod stats;
 pub mod table;

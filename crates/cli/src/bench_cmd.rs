@@ -5,6 +5,7 @@ use wirespeed_bench::canecho::CanechoOptions;
 use wirespeed_bench::delay::{self as delay_bench, DelayOptions};
 use wirespeed_bench::flash::FlashOptions;
 use wirespeed_bench::regmap::RegmapOptions;
+use wirespeed_bench::shim::{Launcher, ShimOptions};
 use wirespeed_bench::spi::SpiOptions;
 
 use crate::host_flag::{with_host, HostArgs};
@@ -148,6 +149,29 @@ pub enum BenchCommand {
         /// Multiplies the chip's times and the driver's waits (1: the datasheet's).
         #[arg(long, default_value_t = FlashOptions::default().time_scale)]
         time_scale: f64,
+        /// Skip flashrom's write of the same image through the shim (flashrom_s
+        /// and flashrom_ratio are then null).
+        #[arg(long)]
+        no_flashrom: bool,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// What the LD_PRELOAD shim costs a program: median time of a 9-byte
+    /// SPI_IOC_MESSAGE(1) on an instant-wire lab loopback from C and from
+    /// Python's fcntl.ioctl through the shim, and in-process without it.
+    Shim {
+        /// Timed rounds of each client.
+        #[arg(long, default_value_t = ShimOptions::default().rounds)]
+        rounds: usize,
+        /// Messages per round.
+        #[arg(long, default_value_t = ShimOptions::default().count)]
+        count: usize,
+        /// Skip the Python client (python_ioctl_ns is then null).
+        #[arg(long)]
+        no_python: bool,
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
@@ -221,10 +245,17 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             let r = wirespeed_bench::regmap::run(&opts)?;
             print_report(json, &idle, r.to_json(), || r.table());
         }
-        BenchCommand::Flash { size, speed_hz, time_scale, json, host } => {
+        BenchCommand::Flash { size, speed_hz, time_scale, no_flashrom, json, host } => {
             let idle = host_setup(None, &host);
-            let opts = FlashOptions { size, speed_hz, time_scale, ..FlashOptions::default() };
+            let flashrom = (!no_flashrom).then(shim_launcher);
+            let opts = FlashOptions { size, speed_hz, time_scale, flashrom, ..FlashOptions::default() };
             let r = wirespeed_bench::flash::run(&opts)?;
+            print_report(json, &idle, r.to_json(), || r.table());
+        }
+        BenchCommand::Shim { rounds, count, no_python, json, host } => {
+            let idle = host_setup(None, &host);
+            let opts = ShimOptions { rounds, count, python: !no_python, ..ShimOptions::default() };
+            let r = wirespeed_bench::shim::run(&opts, &shim_launcher())?;
             print_report(json, &idle, r.to_json(), || r.table());
         }
     }
@@ -292,6 +323,11 @@ pub fn demo(realtime: RealtimeArgs, host: HostArgs) -> Result<(), String> {
     let r = wirespeed_bench::canecho::run(&o)?;
     print!("{}{}", r.table(), idle.line());
     Ok(())
+}
+
+/// Runs programs under the shim as `wirespeed lab run` does (no bus trace).
+fn shim_launcher() -> Launcher {
+    Launcher::new(|board, program, args| crate::lab_run::command(board, None, program, args))
 }
 
 /// The host setup every benchmark starts with: the `--realtime` steps (if the

@@ -518,3 +518,70 @@ fn flash_protected_ranges_are_refused_until_unprotect() {
     let w = json(&["flash", "--lab", "sst25vf016b", "write", &data, "--offset", "0x10", "--unprotect", "--json"]);
     assert!(w["report"]["verified"] == true && w["unprotected"] == true, "{w}");
 }
+
+#[test]
+fn bench_flash_without_flashrom_keeps_its_keys_and_nulls_flashrom_s() {
+    let j = json(&[
+        "bench",
+        "flash",
+        "--cpus-may-sleep",
+        "--no-flashrom",
+        "--size",
+        "65536",
+        "--time-scale",
+        "0.01",
+        "--json",
+    ]);
+    let f = &j["flash"];
+    assert!(f["elapsed_s"].is_number() && f["partial"]["ratio_vs_full"].is_number(), "{j}");
+    for k in ["flashrom_s", "flashrom_ratio", "flashrom_erase_kib"] {
+        assert!(f[k].is_null(), "{k}: {j}");
+    }
+}
+
+#[test]
+fn bench_shim_refuses_zero_rounds_or_messages() {
+    refused(&["bench", "shim", "--cpus-may-sleep", "--rounds", "0"], &["--rounds"]);
+    refused(&["bench", "shim", "--cpus-may-sleep", "--count", "0"], &["--count"]);
+}
+
+/// The shim built next to the binary under test (`cargo build --release -p
+/// wirespeed-shim`; scripts/test does this before the tests).
+fn require_shim() {
+    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_wirespeed"));
+    let shim = exe.with_file_name("libwirespeed_shim.so");
+    assert!(
+        shim.is_file(),
+        "{} is missing: cargo build --release -p wirespeed-shim (scripts/test does this)",
+        shim.display()
+    );
+}
+
+#[test]
+fn bench_shim_times_c_python_and_in_process_ioctls() {
+    require_shim();
+    let j = json(&["bench", "shim", "--cpus-may-sleep", "--rounds", "3", "--count", "200", "--json"]);
+    let s = &j["shim"];
+    for k in ["ioctl_ns", "python_ioctl_ns", "inprocess_ns", "overhead_ns"] {
+        assert!(s[k].as_f64().is_some_and(|x| x.is_finite()), "{k}: {j}");
+    }
+    assert_eq!(s["ioctl_ns_rounds"].as_array().map(Vec::len), Some(3), "{j}");
+    assert!(s["inprocess_ns"].as_f64() > Some(0.0), "{j}");
+}
+
+#[test]
+fn bench_flash_times_flashrom_on_the_same_chip_through_the_shim() {
+    require_shim();
+    if std::process::Command::new("sh")
+        .args(["-c", "command -v flashrom || test -x /usr/sbin/flashrom"])
+        .output()
+        .map_or(true, |o| !o.status.success())
+    {
+        panic!("flashrom is not installed: apt-get install flashrom (scripts/test does this)");
+    }
+    let j = json(&["bench", "flash", "--cpus-may-sleep", "--size", "65536", "--time-scale", "0.01", "--json"]);
+    let f = &j["flash"];
+    assert!(f["flashrom_s"].as_f64().is_some_and(|x| x > 0.0), "{j}");
+    assert!(f["flashrom_ratio"].is_number(), "{j}");
+    assert_eq!(f["flashrom_erase_kib"], 4, "flashrom 1.3 erases 4 KiB blocks: {j}");
+}
