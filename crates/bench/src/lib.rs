@@ -5,6 +5,7 @@
 //! one run, interleaved (A B A B …), and reported as medians and ratios; the
 //! physical limit of a run, its wire time, is reported beside elapsed time.
 
+pub mod adc;
 pub mod canecho;
 pub mod delay;
 pub mod flash;

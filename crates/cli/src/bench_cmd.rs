@@ -159,6 +159,30 @@ pub enum BenchCommand {
         #[command(flatten)]
         host: HostArgs,
     },
+    /// E6: the highest sustained 8-channel sample rate of a lab AD7606 at
+    /// 20 MHz SPI with no overrun (Rust driver), against the part's limit
+    /// (conversion time + wire time).
+    Adc {
+        /// SPI clock in Hz.
+        #[arg(long, default_value_t = wirespeed_bench::adc::AdcOptions::default().speed_hz)]
+        speed_hz: u32,
+        /// Oversampling ratio of the part (1, 2, 4, 8, 16, 32, 64).
+        #[arg(long, default_value_t = wirespeed_bench::adc::AdcOptions::default().oversampling)]
+        oversampling: u8,
+        /// Sample periods per paced trial.
+        #[arg(long, default_value_t = wirespeed_bench::adc::AdcOptions::default().search.periods)]
+        periods: u64,
+        /// Rounds of the free-running throughput measurement.
+        #[arg(long, default_value_t = wirespeed_bench::adc::AdcOptions::default().rounds)]
+        rounds: usize,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        realtime: RealtimeArgs,
+        #[command(flatten)]
+        host: HostArgs,
+    },
     /// What the LD_PRELOAD shim costs a program: median time of a 9-byte
     /// SPI_IOC_MESSAGE(1) on an instant-wire lab loopback from C and from
     /// Python's fcntl.ioctl through the shim, and in-process without it.
@@ -250,6 +274,13 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             let flashrom = (!no_flashrom).then(shim_launcher);
             let opts = FlashOptions { size, speed_hz, time_scale, flashrom, ..FlashOptions::default() };
             let r = wirespeed_bench::flash::run(&opts)?;
+            print_report(json, &idle, r.to_json(), || r.table());
+        }
+        BenchCommand::Adc { speed_hz, oversampling, periods, rounds, json, realtime, host } => {
+            let idle = host_setup(Some(&realtime), &host);
+            let mut opts = wirespeed_bench::adc::AdcOptions { speed_hz, oversampling, rounds, ..Default::default() };
+            opts.search.periods = periods;
+            let r = wirespeed_bench::adc::run(&opts)?;
             print_report(json, &idle, r.to_json(), || r.table());
         }
         BenchCommand::Shim { rounds, count, no_python, json, host } => {

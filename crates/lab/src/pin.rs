@@ -10,6 +10,18 @@ use wirespeed_time::Instant;
 pub trait PinSink: Send + Sync {
     /// The driven level changed to `high` at `at` (lab clock).
     fn drive(&self, high: bool, at: Instant);
+
+    /// The driver has determined that the level will be `high` from `at`
+    /// (a later instant) unless it drives the net before then; the change
+    /// itself still comes through [`PinSink::drive`], from the lab's
+    /// interrupt thread. A sink that software reads by polling (a GPIO
+    /// input) shows the level from `at` on, whether that thread has run yet
+    /// or not, as hardware would. Returns whether the sink still needs the
+    /// change driven at its instant (it has to wake someone: a GPIO input
+    /// with edge detection); the default ignores the announcement and does.
+    fn expect(&self, _high: bool, _at: Instant) -> bool {
+        true
+    }
 }
 
 struct Inner {
@@ -50,6 +62,18 @@ impl Pin {
                 s.drive(high, at);
             }
         }
+    }
+
+    /// Announces that the net will be driven to `high` at `at` (see
+    /// [`PinSink::expect`]); the driver still calls [`Pin::set`], at `at`
+    /// if this returns true (a sink needs it then), or whenever it next
+    /// runs otherwise.
+    pub fn expect(&self, high: bool, at: Instant) -> bool {
+        let mut needed = false;
+        for s in self.inner.sinks.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            needed |= s.expect(high, at);
+        }
+        needed
     }
 
     /// The net's level now.

@@ -82,6 +82,7 @@ fn the_bench_serves_its_nodes_and_creates_an_erased_image() {
         [
             ("/dev/spidev0.0", CharDev { major: CharDev::SPIDEV_MAJOR, minor: 0 }),
             ("/dev/spidev0.1", CharDev { major: CharDev::SPIDEV_MAJOR, minor: 1 }),
+            ("/dev/spidev0.2", CharDev { major: CharDev::SPIDEV_MAJOR, minor: 2 }),
             ("/dev/gpiochip0", CharDev { major: CharDev::GPIO_MAJOR, minor: 0 }),
         ]
     );
@@ -250,4 +251,27 @@ fn a_dropped_board_stops_its_lab_even_with_a_ticking_line() {
         std::thread::sleep(Duration::from_millis(10));
     }
     panic!("the lab's interrupt thread outlived its board");
+}
+
+#[test]
+fn the_bench_ad7606_converts_on_convst_and_reads_over_its_node() {
+    use wirespeed_lab::devices::ad7606::Signal;
+    let dir = temp_dir("ad7606");
+    let board = build(BENCH, &dir);
+    let Some(LabDevice::Ad7606(adc)) = board.device(0, 2) else { panic!("no AD7606 on spi0.2") };
+    assert_eq!(adc.signals()[2], Signal::Dc(2.5));
+    let chip = board.gpio_chip(0).unwrap();
+    assert_eq!(chip.value(9), Ok(false), "BUSY idles low");
+    // Software drives CONVST (line 8): BUSY (line 9) rises, then falls
+    // (64× oversampling: 257 µs, long enough to see it high).
+    adc.set_oversampling(64).unwrap();
+    chip.configure(8, &LineSetup::output(false), wirespeed_time::now()).unwrap();
+    chip.set_output(8, true).unwrap();
+    assert_eq!(chip.value(9), Ok(true), "BUSY follows CONVST");
+    std::thread::sleep(std::time::Duration::from_millis(1));
+    assert_eq!(chip.value(9), Ok(false));
+    let raw = exchange(&board, "/dev/spidev0.2", &[0; 16]);
+    let code = |ch: usize| i16::from_be_bytes([raw[2 * ch], raw[2 * ch + 1]]);
+    assert_eq!((code(2), code(3), code(6)), (8192, -8192, 29491));
+    assert_eq!(adc.stats().conversions, 1);
 }

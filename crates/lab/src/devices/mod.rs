@@ -2,11 +2,13 @@
 //! implements [`SpiDeviceModel`](crate::spi::SpiDeviceModel)) and a backdoor
 //! for tests: clone the handle before attaching it and keep the clone.
 
+pub mod ad7606;
 mod loopback;
 pub mod mcp2518fd;
 mod regfile;
 pub mod spi_nor;
 
+pub use ad7606::{Ad7606, Ad7606Config};
 pub use loopback::Loopback;
 pub use mcp2518fd::{Mcp2518fd, Mcp2518fdConfig};
 pub use regfile::{RegFile, REGFILE_READ, REGFILE_WRITE};

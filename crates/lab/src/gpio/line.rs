@@ -5,7 +5,7 @@
 use super::{Drive, EdgeDetect, LineEvent, LineListener, LineSetup, Pull};
 use crate::pin::Pin;
 use crate::scheduler::Scheduler;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, Weak};
 use wirespeed_time::Instant;
 
@@ -29,6 +29,8 @@ pub(super) struct Slow {
     /// from here (an update that keeps the level does not restart it).
     pub changed_at: Instant,
     pub listener: Option<LineListener>,
+    /// A device's announced drive (level, from when): see `PinSink::expect`.
+    pub expected: Option<(bool, Instant)>,
 }
 
 pub(super) struct Line {
@@ -42,6 +44,9 @@ pub(super) struct Line {
     /// an unobserved line costs no clock read.
     pub pin: OnceLock<Pin>,
     pub slow: Mutex<Slow>,
+    /// When `Slow::expected` takes effect, ns of the lab clock (0: none):
+    /// a level read checks it without the lock.
+    pub expected_at: AtomicU64,
 }
 
 impl Line {
@@ -59,7 +64,9 @@ impl Line {
                 generation: 0,
                 changed_at: Instant::ZERO,
                 listener: None,
+                expected: None,
             }),
+            expected_at: AtomicU64::new(0),
         }
     }
 

@@ -275,6 +275,17 @@ impl GpioChip {
         line.out.store(setup.value, Ordering::Relaxed);
         s.setup = *setup;
         line.update(&mut s, at, &self.shared.scheduler, &self.shared.weak);
+        if let (Some((_, due)), EdgeDetect::Rising | EdgeDetect::Falling | EdgeDetect::Both) = (s.expected, setup.edge)
+        {
+            // Edge detection now watches a change announced without it:
+            // report it on time.
+            let weak = self.shared.weak.clone();
+            self.shared.scheduler.schedule(due, move |_| {
+                if let Some(shared) = weak.upgrade() {
+                    apply_expected(&shared, offset);
+                }
+            });
+        }
         Ok(())
     }
 
@@ -325,7 +336,12 @@ impl GpioChip {
     /// Software face, fast path: the pad level of a line (inputs and outputs).
     #[inline]
     pub fn value(&self, offset: u32) -> Result<bool, LabGpioError> {
-        Ok(self.line(offset)?.level.load(Ordering::Acquire))
+        let line = self.line(offset)?;
+        let due = line.expected_at.load(Ordering::Acquire);
+        if due != 0 && now().as_ns() >= due {
+            apply_expected(&self.shared, offset);
+        }
+        Ok(line.level.load(Ordering::Acquire))
     }
 
     /// Software face: sets the edge listener of a line (replacing any).
@@ -436,9 +452,31 @@ impl GpioChip {
 fn drive_external(shared: &Shared, offset: u32, level: Option<bool>, at: Instant) {
     let line = &shared.lines[offset as usize];
     let mut s = line.lock();
+    // A real drive supersedes an announced one.
+    if s.expected.take().is_some() {
+        line.expected_at.store(0, Ordering::Release);
+    }
     if s.external != level {
         s.external = level;
         line.update(&mut s, at, &shared.scheduler, &shared.weak);
+    }
+}
+
+/// Applies line `offset`'s announced drive if its instant has come
+/// (re-checked under the lock: a real drive may have superseded it).
+#[cold]
+fn apply_expected(shared: &Shared, offset: u32) {
+    let line = &shared.lines[offset as usize];
+    let mut s = line.lock();
+    if let Some((high, at)) = s.expected {
+        if now() >= at {
+            s.expected = None;
+            line.expected_at.store(0, Ordering::Release);
+            if s.external != Some(high) {
+                s.external = Some(high);
+                line.update(&mut s, at, &shared.scheduler, &shared.weak);
+            }
+        }
     }
 }
 
@@ -453,6 +491,17 @@ impl PinSink for InputSink {
         if let Some(shared) = self.chip.upgrade() {
             drive_external(&shared, self.offset, Some(high), at);
         }
+    }
+
+    fn expect(&self, high: bool, at: Instant) -> bool {
+        let Some(shared) = self.chip.upgrade() else { return false };
+        let line = &shared.lines[self.offset as usize];
+        let mut s = line.lock();
+        s.expected = Some((high, at));
+        line.expected_at.store(at.as_ns().max(1), Ordering::Release);
+        // Without edge detection nobody waits for the change: level reads
+        // apply it. With it, the edge must be reported on time.
+        s.setup.output || s.setup.edge != EdgeDetect::None
     }
 }
 

@@ -227,3 +227,27 @@ fn a_chip_of_no_lines_or_too_many_is_refused_saying_what_is_allowed() {
         assert!(chip.configure(lines, &LineSetup::output(true), now()).is_err(), "line {lines} does not exist");
     }
 }
+
+#[test]
+fn an_announced_drive_shows_in_level_reads_from_its_instant_until_superseded() {
+    use crate::pin::Pin;
+    let lab = Lab::new(LabConfig::default());
+    let chip = lab.gpio_chip(GpioChipConfig::default());
+    chip.configure(4, &LineSetup::input(Pull::None, EdgeDetect::None), now()).unwrap();
+    let busy = Pin::new("busy", true);
+    busy.connect(chip.input_sink(4), now());
+    let t = now();
+    busy.expect(false, t.add_ns(2_000_000));
+    assert!(chip.value(4).unwrap(), "not before its instant");
+    std::thread::sleep(std::time::Duration::from_millis(3));
+    assert!(!chip.value(4).unwrap(), "from its instant, with nobody driving the pin");
+    // A real drive supersedes an announcement not yet due.
+    busy.set(false, now());
+    busy.set(true, now());
+    busy.expect(false, now().add_ns(1_000_000));
+    busy.set(true, now());
+    busy.set(false, now());
+    busy.set(true, now());
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    assert!(chip.value(4).unwrap(), "the superseded announcement is forgotten");
+}

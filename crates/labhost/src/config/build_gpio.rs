@@ -77,6 +77,12 @@ fn wire(chip: &GpioChip, offset: u32, pin: DevicePin, device: &LabDevice, at: In
             let _ = chip.configure(offset, &LineSetup::input(Pull::Up, EdgeDetect::None), at);
             chip.output_pin(offset).connect(Arc::new(WpInput(nor.clone())), at);
         }
+        (LabDevice::Ad7606(adc), DevicePin::Busy) => adc.busy_pin().connect(chip.input_sink(offset), at),
+        (LabDevice::Ad7606(adc), DevicePin::Convst) => {
+            // CONVST idles low (a pull-down on the board) until software drives it.
+            let _ = chip.configure(offset, &LineSetup::input(Pull::Down, EdgeDetect::None), at);
+            chip.output_pin(offset).connect(adc.convst_input(), at);
+        }
         _ => unreachable!("the board file's checks match pins to the devices that have them"),
     }
 }

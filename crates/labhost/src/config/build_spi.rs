@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use wirespeed::backend::lab::LabSpi;
 use wirespeed::spi::{Bus, Policy};
 use wirespeed_lab::can::{self, BitRates};
-use wirespeed_lab::devices::{Loopback, Mcp2518fd, Mcp2518fdConfig, SpiNor, SpiNorOptions};
+use wirespeed_lab::devices::{Ad7606, Ad7606Config, Loopback, Mcp2518fd, Mcp2518fdConfig, SpiNor, SpiNorOptions};
 use wirespeed_lab::spi::{SpiController, SpiControllerConfig};
 use wirespeed_lab::Lab;
 
@@ -48,6 +48,8 @@ pub enum LabDevice {
         /// Its CAN bus.
         can: can::Bus,
     },
+    /// An AD7606.
+    Ad7606(Ad7606),
 }
 
 /// Builds `spec` on `lab`: image paths are relative to `base_dir`; `trace`
@@ -77,6 +79,7 @@ pub(crate) fn build_spi(
             LabDevice::SpiNor(nor) => block.try_attach(d.cs, nor),
             LabDevice::Loopback(l) => block.try_attach(d.cs, l),
             LabDevice::Mcp2518fd { device, .. } => block.try_attach(d.cs, device),
+            LabDevice::Ad7606(adc) => block.try_attach(d.cs, adc),
         };
         attached.map_err(|e| src.error_at_line(d.line, e.to_string()))?;
         devices.push((d.cs, device));
@@ -113,6 +116,14 @@ fn build_device(lab: &Lab, bus_no: u32, d: &DeviceSpec, base_dir: &Path) -> Resu
             let device = Mcp2518fd::new(lab, Mcp2518fdConfig { osc_hz: *osc_hz, ..Mcp2518fdConfig::default() });
             device.attach_to_bus(&can, "mcp2518fd");
             Ok(LabDevice::Mcp2518fd { device, can })
+        }
+        DeviceKind::Ad7606 { range, oversampling, signals } => {
+            let cfg = Ad7606Config { range: *range, oversampling: *oversampling, ..Ad7606Config::default() };
+            let adc = Ad7606::new(lab, cfg).map_err(|e| format!("spi{bus_no}.{}: {e}", d.cs))?;
+            for (ch, s) in signals.iter().enumerate() {
+                adc.set_signal(ch, *s);
+            }
+            Ok(LabDevice::Ad7606(adc))
         }
     }
 }

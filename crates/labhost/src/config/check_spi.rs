@@ -9,11 +9,12 @@ use std::fmt::Display;
 use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use toml::Spanned;
+use wirespeed_lab::devices::ad7606::{self, Range, Signal};
 use wirespeed_lab::devices::spi_nor::CHIPS;
 use wirespeed_lab::devices::ChipSpec;
 
 /// The kinds of device, as a board file names them.
-const KINDS: &str = "spi-nor, loopback, mcp2518fd";
+const KINDS: &str = "spi-nor, loopback, mcp2518fd, ad7606";
 
 /// `value`, if in `range`; else an error at its line naming `key` and the range.
 pub fn in_range<T: PartialOrd + Display + Copy>(
@@ -100,6 +101,7 @@ fn check_device(src: &Source<'_>, table: &Spanned<RawDevice>, base_clock_hz: u64
         "spi-nor" => check_nor(src, raw, line)?,
         "loopback" => DeviceKind::Loopback,
         "mcp2518fd" => check_mcp(src, raw)?,
+        "ad7606" => check_ad7606(src, raw)?,
         other => return Err(src.error(raw.kind.span(), format!("unknown kind \"{other}\" (known: {KINDS})"))),
     };
     refuse_foreign_keys(src, raw, &kind)?;
@@ -159,12 +161,50 @@ fn check_mcp(src: &Source<'_>, raw: &RawDevice) -> Result<DeviceKind, BoardError
     Ok(DeviceKind::Mcp2518fd { osc_hz, can_bitrate, can_data_bitrate })
 }
 
+fn check_ad7606(src: &Source<'_>, raw: &RawDevice) -> Result<DeviceKind, BoardError> {
+    let range = match &raw.range {
+        None => Range::Pm10V,
+        Some(r) => match r.get_ref().trim().trim_start_matches('±') {
+            "10V" => Range::Pm10V,
+            "5V" => Range::Pm5V,
+            other => {
+                return Err(src
+                    .error(r.span(), format!("range = \"{other}\" is not an AD7606 range (allowed: \"5V\", \"10V\")")))
+            }
+        },
+    };
+    let oversampling = match &raw.oversampling {
+        None => 1,
+        Some(v) if ad7606::timing::oversampling_index(*v.get_ref()).is_none() => {
+            let msg = format!(
+                "oversampling = {} is not a ratio the OS pins select (allowed: 1, 2, 4, 8, 16, 32, 64)",
+                v.get_ref()
+            );
+            return Err(src.error(v.span(), msg));
+        }
+        Some(v) => *v.get_ref(),
+    };
+    let mut signals = Vec::new();
+    if let Some(list) = &raw.signals {
+        if list.get_ref().len() > 8 {
+            let msg =
+                format!("signals has {} entries; the AD7606 has 8 channels (allowed: 0..=8)", list.get_ref().len());
+            return Err(src.error(list.span(), msg));
+        }
+        for text in list.get_ref() {
+            signals.push(text.parse::<Signal>().map_err(|e| src.error(list.span(), e))?);
+        }
+    }
+    Ok(DeviceKind::Ad7606 { range, oversampling, signals })
+}
+
 /// Refuses a key that belongs to another kind of device.
 fn refuse_foreign_keys(src: &Source<'_>, raw: &RawDevice, kind: &DeviceKind) -> Result<(), BoardError> {
-    let (nor, mcp) = match kind {
-        DeviceKind::SpiNor { .. } => (true, false),
-        DeviceKind::Loopback => (false, false),
-        DeviceKind::Mcp2518fd { .. } => (false, true),
+    let (nor, mcp, adc) = match kind {
+        DeviceKind::SpiNor { .. } => (true, false, false),
+        DeviceKind::Loopback => (false, false, false),
+        DeviceKind::Mcp2518fd { .. } => (false, true, false),
+        DeviceKind::Ad7606 { .. } => (false, false, true),
     };
     let keys = [
         ("chip", raw.chip.as_ref().map(Spanned::span), nor),
@@ -173,6 +213,9 @@ fn refuse_foreign_keys(src: &Source<'_>, raw: &RawDevice, kind: &DeviceKind) -> 
         ("osc_hz", raw.osc_hz.as_ref().map(Spanned::span), mcp),
         ("can_bitrate", raw.can_bitrate.as_ref().map(Spanned::span), mcp),
         ("can_data_bitrate", raw.can_data_bitrate.as_ref().map(Spanned::span), mcp),
+        ("range", raw.range.as_ref().map(Spanned::span), adc),
+        ("oversampling", raw.oversampling.as_ref().map(Spanned::span), adc),
+        ("signals", raw.signals.as_ref().map(Spanned::span), adc),
     ];
     for (key, span, allowed) in &keys {
         if let (Some(span), false) = (span, allowed) {

@@ -17,7 +17,7 @@
 //!
 //! [[spi.device]]
 //! cs = 0                        # 0..=3, once per bus
-//! kind = "spi-nor"              # spi-nor | loopback | mcp2518fd
+//! kind = "spi-nor"              # spi-nor | loopback | mcp2518fd | ad7606
 //! chip = "w25q128jv"            # w25q128jv, mx25l12835f, gd25q64c, sst25vf016b, w25q256jv
 //! image = "flash.bin"           # optional: backing file (see below); memory when absent
 //! max_speed_hz = 50000000       # optional (default 50 MHz, at most base/2)
@@ -33,6 +33,13 @@
 //! osc_hz = 40000000             # optional: 4, 20 or 40 MHz (default 40 MHz)
 //! can_bitrate = 500000          # optional (default 500 kbit/s): 1..=1000000
 //! can_data_bitrate = 2000000    # optional (default 2 Mbit/s): can_bitrate..=10000000
+//!
+//! [[spi.device]]
+//! cs = 3
+//! kind = "ad7606"               # 8-channel 16-bit ADC, read over DOUTA (16 bytes a set)
+//! range = "10V"                 # optional: "10V" (±10 V, the default) or "5V"
+//! oversampling = 1              # optional: 1, 2, 4, 8, 16, 32, 64 (default 1)
+//! signals = ["sine:1.0V:50Hz", "dc:2.5V", "noise:0.01V"]  # optional: V1, V2, …; others 0 V
 //!
 //! [[gpio]]
 //! chip = 0                      # serves /dev/gpiochip0
@@ -57,6 +64,16 @@
 //! offset = 3
 //! name = "FLASH_WP"
 //! wire = "spi0.0:wp"            # this line's pad drives the NOR's WP# (low: protect)
+//!
+//! [[gpio.line]]
+//! offset = 8
+//! name = "CONVST"
+//! wire = "spi0.3:convst"        # this line's pad drives the AD7606's CONVST (rising: convert)
+//!
+//! [[gpio.line]]
+//! offset = 9
+//! name = "BUSY"
+//! wire = "spi0.3:busy"          # the AD7606's BUSY (high while converting) drives this line's input
 //! ```
 //!
 //! Rules beyond the ranges above:
@@ -75,7 +92,12 @@
 //!   the file describes: an MCP2518FD has the outputs `int`, `int0`, `int1`
 //!   (active low; they drive the line's input), a spi-nor has the input
 //!   `wp` (driven by the line's pad, which starts pulled up, as WP# is on
-//!   a board); a loopback has none. A device input takes one line.
+//!   a board); an AD7606 has the input `convst` (driven by the line's pad,
+//!   pulled down until software drives it) and the output `busy`; a
+//!   loopback has none. A device input takes one line.
+//! - An AD7606's `signals` are, per channel from V1, `dc:<v>V`,
+//!   `sine:<amplitude>V:<freq>Hz[:<offset>V]` or `noise:<rms>V[:<mean>V]`
+//!   (Gaussian); at most 8, channels not listed are at 0 V.
 //! - Bus numbers and gpio chip numbers are each used once.
 //!
 //! Errors are one line, `file:line: what is wrong (what is allowed)`; the

@@ -3,6 +3,7 @@
 //! it was written on, so that building errors can name it too.
 
 use std::path::PathBuf;
+use wirespeed_lab::devices::ad7606::{Range, Signal};
 use wirespeed_lab::devices::ChipSpec;
 
 /// A checked board file.
@@ -70,6 +71,15 @@ pub enum DeviceKind {
         /// The CAN bus's data-phase bit rate.
         can_data_bitrate: u32,
     },
+    /// An AD7606 8-channel ADC.
+    Ad7606 {
+        /// Input range.
+        range: Range,
+        /// Oversampling ratio.
+        oversampling: u8,
+        /// The sources on V1, V2, … (at most 8; the others are at 0 V).
+        signals: Vec<Signal>,
+    },
 }
 
 impl DeviceKind {
@@ -79,6 +89,7 @@ impl DeviceKind {
             DeviceKind::SpiNor { .. } => "spi-nor",
             DeviceKind::Loopback => "loopback",
             DeviceKind::Mcp2518fd { .. } => "mcp2518fd",
+            DeviceKind::Ad7606 { .. } => "ad7606",
         }
     }
 
@@ -88,6 +99,7 @@ impl DeviceKind {
             DeviceKind::SpiNor { .. } => &[DevicePin::Wp],
             DeviceKind::Loopback => &[],
             DeviceKind::Mcp2518fd { .. } => &[DevicePin::Int, DevicePin::Int0, DevicePin::Int1],
+            DeviceKind::Ad7606 { .. } => &[DevicePin::Convst, DevicePin::Busy],
         }
     }
 }
@@ -103,6 +115,10 @@ pub enum DevicePin {
     Int1,
     /// SPI NOR WP# (input, active low).
     Wp,
+    /// AD7606 CONVST (input: a rising edge starts a conversion).
+    Convst,
+    /// AD7606 BUSY (output, high while converting).
+    Busy,
 }
 
 impl DevicePin {
@@ -113,12 +129,14 @@ impl DevicePin {
             DevicePin::Int0 => "int0",
             DevicePin::Int1 => "int1",
             DevicePin::Wp => "wp",
+            DevicePin::Convst => "convst",
+            DevicePin::Busy => "busy",
         }
     }
 
     /// Whether the device drives it (the GPIO line is then an input).
     pub fn is_device_output(self) -> bool {
-        !matches!(self, DevicePin::Wp)
+        !matches!(self, DevicePin::Wp | DevicePin::Convst)
     }
 }
 

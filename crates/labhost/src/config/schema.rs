@@ -53,7 +53,7 @@ pub struct RawSpi {
 pub struct RawDevice {
     /// Native chip select.
     pub cs: Spanned<u8>,
-    /// `spi-nor`, `loopback` or `mcp2518fd`.
+    /// `spi-nor`, `loopback`, `mcp2518fd` or `ad7606`.
     pub kind: Spanned<String>,
     /// The node's default clock (`spi-max-frequency`).
     pub max_speed_hz: Option<Spanned<u32>>,
@@ -69,6 +69,12 @@ pub struct RawDevice {
     pub can_bitrate: Option<Spanned<u32>>,
     /// mcp2518fd: the CAN bus's data-phase bit rate.
     pub can_data_bitrate: Option<Spanned<u32>>,
+    /// ad7606: input range, "5V" or "10V".
+    pub range: Option<Spanned<String>>,
+    /// ad7606: oversampling ratio.
+    pub oversampling: Option<Spanned<u8>>,
+    /// ad7606: the source on V1, V2, … (at most 8).
+    pub signals: Option<Spanned<Vec<String>>>,
 }
 
 /// One `[[gpio]]` table: a GPIO chip block.

@@ -33,7 +33,7 @@ const BUS: &str = "[[spi]]\nbus = 0\n";
 fn the_documented_example_parses_with_every_kind_and_driver() {
     let spec = parse(&doc_example(), "doc").unwrap_or_else(|e| panic!("{e}"));
     let kinds: Vec<&str> = spec.spi[0].devices.iter().map(|d| d.kind.name()).collect();
-    assert_eq!(kinds, ["spi-nor", "loopback", "mcp2518fd"]);
+    assert_eq!(kinds, ["spi-nor", "loopback", "mcp2518fd", "ad7606"]);
     let drivers: Vec<LineDriver> = spec.gpio[0].drivers.iter().map(|d| d.driver).collect();
     assert_eq!(
         drivers,
@@ -42,6 +42,8 @@ fn the_documented_example_parses_with_every_kind_and_driver() {
             LineDriver::Level(true),
             LineDriver::Wire(WireRef { bus: 0, cs: 2, pin: DevicePin::Int }),
             LineDriver::Wire(WireRef { bus: 0, cs: 0, pin: DevicePin::Wp }),
+            LineDriver::Wire(WireRef { bus: 0, cs: 3, pin: DevicePin::Convst }),
+            LineDriver::Wire(WireRef { bus: 0, cs: 3, pin: DevicePin::Busy }),
         ]
     );
 }
@@ -104,7 +106,7 @@ fn unknown_kinds_and_chips_list_the_known_ones() {
     fails(
         &format!("{BUS}\n[[spi.device]]\ncs = 0\nkind = \"eeprom\"\n"),
         6,
-        "unknown kind \"eeprom\" (known: spi-nor, loopback, mcp2518fd)",
+        "unknown kind \"eeprom\" (known: spi-nor, loopback, mcp2518fd, ad7606)",
     );
     let e = parse(&format!("{BUS}[[spi.device]]\ncs = 0\nkind = \"spi-nor\"\nchip = \"w25q12\"\n\n"), "lab.toml")
         .unwrap_err();
@@ -208,4 +210,37 @@ fn a_line_has_one_driver_and_a_wire_names_an_existing_pin() {
     let mcp = format!("{BUS}[[spi.device]]\ncs = 2\nkind = \"mcp2518fd\"\n");
     let both = format!("{mcp}{chip}wire = \"spi0.2:INT\"\n[[gpio.line]]\noffset = 3\nwire = \"spi0.2:int\"\n");
     assert_eq!(parse(&both, "x").unwrap().gpio[0].drivers.len(), 2);
+}
+
+#[test]
+fn ad7606_options_pins_and_errors() {
+    use wirespeed_lab::devices::ad7606::{Range, Signal};
+    let adc = |keys: &str| format!("[[spi]]\nbus = 0\n[[spi.device]]\ncs = 2\nkind = \"ad7606\"\n{keys}");
+    let spec = parse(&adc("range = \"5V\"\noversampling = 8\nsignals = [\"sine:1.0V:50Hz\", \"dc:2.5V\"]\n"), "t.toml")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let DeviceKind::Ad7606 { range, oversampling, signals } = &spec.spi[0].devices[0].kind else { panic!() };
+    assert_eq!((*range, *oversampling), (Range::Pm5V, 8));
+    assert_eq!(signals[0], Signal::Sine { amplitude: 1.0, freq_hz: 50.0, offset: 0.0, phase: 0.0 });
+    assert_eq!((signals[1], signals.len()), (Signal::Dc(2.5), 2));
+    let err = |keys: &str| parse(&adc(keys), "t.toml").unwrap_err().to_string();
+    assert!(err("oversampling = 3\n").contains("oversampling = 3 is not a ratio"), "{}", err("oversampling = 3\n"));
+    assert!(err("range = \"7V\"\n").contains("allowed: \"5V\", \"10V\""));
+    assert!(err("signals = [\"square:1V\"]\n").contains("bad signal \"square:1V\""));
+    assert!(err("chip = \"w25q128jv\"\n").contains("`chip` is not a key of a ad7606 device"));
+    let nine = format!("signals = [{}]\n", ["\"dc:0V\""; 9].join(", "));
+    assert!(err(&nine).contains("8 channels"));
+    // Its pins: CONVST driven by a line's pad, BUSY driving a line's input.
+    let wired = adc("[[gpio]]\nchip = 0\nlines = 16\n[[gpio.line]]\noffset = 8\nwire = \"spi0.2:convst\"\n[[gpio.line]]\noffset = 9\nwire = \"spi0.2:BUSY\"\n");
+    let spec = parse(&wired, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let pins: Vec<_> = spec.gpio[0].drivers.iter().map(|d| d.driver).collect();
+    assert_eq!(
+        pins,
+        [
+            LineDriver::Wire(WireRef { bus: 0, cs: 2, pin: DevicePin::Convst }),
+            LineDriver::Wire(WireRef { bus: 0, cs: 2, pin: DevicePin::Busy }),
+        ]
+    );
+    assert!(!DevicePin::Convst.is_device_output() && DevicePin::Busy.is_device_output());
+    let bad = adc("[[gpio]]\nchip = 0\nlines = 16\n[[gpio.line]]\noffset = 8\nwire = \"spi0.2:int\"\n");
+    assert!(parse(&bad, "t.toml").unwrap_err().to_string().contains("has no pin \"int\" (pins: convst, busy)"));
 }
