@@ -15,7 +15,7 @@ pub const MAX_SCLK_HZ: u32 = 23_500_000;
 pub const CONVST_PULSE_NS: u64 = 25;
 /// CS falling edge to the first SCLK the driver asks the core for, ns.
 pub const CS_SETUP_NS: u32 = 25;
-/// The oversampling ratios the OS[2:0] pins select.
+/// The oversampling ratios the `OS[2:0]` pins select.
 pub const OVERSAMPLING_RATIOS: [u8; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// tCONV typical by oversampling index (datasheet Rev. C, Table 3), ns.
 const TCONV_TYP_NS: [u64; 7] = [3_450, 7_870, 16_050, 33_000, 66_000, 133_000, 257_000];

@@ -10,7 +10,7 @@
 //! interrupt thread at its instant; anything that touches the model first
 //! (an SPI word, the backdoor) applies it then, stamped with that instant.
 //!
-//! **Bus face** ([`SpiDeviceModel`], module `spi`): DOUTA only; one CS
+//! **Bus face** ([`SpiDeviceModel`](crate::spi::SpiDeviceModel), module `spi`): DOUTA only; one CS
 //! window shifts V1..V8 as 16-bit two's complement codes, MSB first
 //! (16 bytes); code = V / range · 32768, rounded and clamped. The data are
 //! the output registers as of the window's first word: a read during BUSY
@@ -18,7 +18,7 @@
 //! 16th byte read 0.
 //!
 //! **Backdoor** ([`Ad7606`] is a cloneable handle): per-channel [`Signal`]s,
-//! range (the RANGE pin), oversampling ratio (OS[2:0]), [`Stats`] — among
+//! range (the RANGE pin), oversampling ratio (`OS[2:0]`), [`Stats`] — among
 //! them conversions whose results were overwritten before one complete
 //! read (missed) and reads that started during BUSY — and a MISO-stuck fault.
 //!
@@ -207,7 +207,7 @@ impl Ad7606 {
         self.lock().range
     }
 
-    /// Backdoor: the OS[2:0] pins (takes effect at the next CONVST).
+    /// Backdoor: the `OS[2:0]` pins (takes effect at the next CONVST).
     pub fn set_oversampling(&self, ratio: u8) -> Result<(), BadOversampling> {
         timing::oversampling_index(ratio).ok_or(BadOversampling(ratio))?;
         self.lock().oversampling = ratio;

@@ -29,7 +29,7 @@
 //! - serial SCLK: at most 23.5 MHz (VDRIVE ≥ 4.75 V);
 //! - tRESET, RESET high pulse: 50 ns min.
 
-/// The oversampling ratios the OS[2:0] pins select (000 … 110).
+/// The oversampling ratios the `OS[2:0]` pins select (000 … 110).
 pub const OVERSAMPLING_RATIOS: [u8; 7] = [1, 2, 4, 8, 16, 32, 64];
 
 /// tCONV typical, ns, by oversampling index (ratio = 2^index).
