@@ -160,8 +160,9 @@ pub enum BenchCommand {
         host: HostArgs,
     },
     /// E6: the highest sustained 8-channel sample rate of a lab AD7606 at
-    /// 20 MHz SPI with no overrun (Rust driver), against the part's limit
-    /// (conversion time + wire time).
+    /// 20 MHz SPI with no overrun (Rust driver; Python: wirespeed.ad7606,
+    /// wirespeed by hand, py-spidev + python gpiod under the shim), against
+    /// the part's limit (conversion time + wire time).
     Adc {
         /// SPI clock in Hz.
         #[arg(long, default_value_t = wirespeed_bench::adc::AdcOptions::default().speed_hz)]
@@ -175,6 +176,15 @@ pub enum BenchCommand {
         /// Rounds of the free-running throughput measurement.
         #[arg(long, default_value_t = wirespeed_bench::adc::AdcOptions::default().rounds)]
         rounds: usize,
+        /// The Rust driver only (no Python runners).
+        #[arg(long)]
+        no_python: bool,
+        /// A Python that imports wirespeed (default: target/py-venv/bin/python3).
+        #[arg(long, value_name = "PATH")]
+        python: Option<std::path::PathBuf>,
+        /// A Python that imports spidev and gpiod 2.x (default: target/shim-venv/bin/python3).
+        #[arg(long, value_name = "PATH")]
+        shim_python: Option<std::path::PathBuf>,
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
@@ -276,11 +286,32 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             let r = wirespeed_bench::flash::run(&opts)?;
             print_report(json, &idle, r.to_json(), || r.table());
         }
-        BenchCommand::Adc { speed_hz, oversampling, periods, rounds, json, realtime, host } => {
+        BenchCommand::Adc {
+            speed_hz,
+            oversampling,
+            periods,
+            rounds,
+            no_python,
+            python,
+            shim_python,
+            json,
+            realtime,
+            host,
+        } => {
+            use wirespeed_bench::adc::{default_python, PythonOptions};
             let idle = host_setup(Some(&realtime), &host);
             let mut opts = wirespeed_bench::adc::AdcOptions { speed_hz, oversampling, rounds, ..Default::default() };
             opts.search.periods = periods;
-            let r = wirespeed_bench::adc::run(&opts)?;
+            let r = if no_python {
+                wirespeed_bench::adc::run(&opts)?
+            } else {
+                let py = PythonOptions {
+                    python: python.unwrap_or_else(|| default_python("py-venv")),
+                    shim_python: shim_python.unwrap_or_else(|| default_python("shim-venv")),
+                    launcher: shim_launcher(),
+                };
+                wirespeed_bench::adc::run_all(&opts, &py)?
+            };
             print_report(json, &idle, r.to_json(), || r.table());
         }
         BenchCommand::Shim { rounds, count, no_python, json, host } => {

@@ -6,6 +6,7 @@
 //! - `Transfer`, `PreparedMessage`, `Pending` ([`message`]): messages;
 //! - `lab` ([`lab`]): the emulated bench; `gpio` ([`gpio`]): GPIO chips.
 
+mod ad7606;
 mod buffer;
 mod data;
 mod errors;
@@ -26,5 +27,6 @@ fn _wirespeed(py: Python<'_>, m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<message::PyPending>()?;
     lab::register(py, m)?;
     gpio::register(py, m)?;
+    ad7606::register(py, m)?;
     Ok(())
 }

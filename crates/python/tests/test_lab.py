@@ -11,7 +11,7 @@ from conftest import BENCH
 
 
 def test_load_serves_the_bench_nodes(lab):
-    assert lab.nodes() == ["/dev/spidev0.0", "/dev/spidev0.1", "/dev/gpiochip0"]
+    assert lab.nodes() == ["/dev/spidev0.0", "/dev/spidev0.1", "/dev/spidev0.2", "/dev/gpiochip0"]
     assert str(BENCH) in lab.name and "spidev0.1" in repr(lab)
 
 
@@ -88,7 +88,7 @@ def test_env_var_lab(bench_cwd):
                          timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [
-        "['/dev/spidev0.0', '/dev/spidev0.1', '/dev/gpiochip0']",
+        "['/dev/spidev0.0', '/dev/spidev0.1', '/dev/spidev0.2', '/dev/gpiochip0']",
         "[1, 2]",
         "32",
     ]

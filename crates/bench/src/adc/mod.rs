@@ -16,15 +16,28 @@
 //!   steps (two tries per rate) until one has no overrun (no period
 //!   missed, no set dropped): `<name>_ksps`, `<name>_overruns` (0 there),
 //!   `<name>_vs_wire` = `<name>_ksps / wire_limit_ksps`, also
-//!   `overruns.<name>`. The Rust driver is `rust`; other runners (Python
-//!   clients) plug in through [`run_with`] and [`AdcRunner`].
+//!   `overruns.<name>`. The Rust driver is `rust`; other runners plug in
+//!   through [`run_with`] and [`AdcRunner`].
+//! - The Python runners ([`python`], [`run_all`]): `python` (the driver's
+//!   `wirespeed.ad7606` from a Python loop that paces itself), `python_raw`
+//!   (wirespeed's `gpio` and `SpiDev.message` by hand), `pyspidev` (python
+//!   gpiod + py-spidev through the shim), each on a lab of its own built
+//!   from the same rig; `python_vs_rust`, `python_vs_pyspidev` and
+//!   `python_raw_vs_pyspidev` are ratios of sustained rates, and
+//!   `python_vs_pyspidev_bound` = `wire_limit_ksps / pyspidev_ksps` is the
+//!   most any program could beat py-spidev by on this rig. Through the shim
+//!   py-spidev's ioctls make no system call, so it runs faster here than
+//!   on a kernel, and that bound is low (about 2.2 at 20 MHz).
 //! - `part`: the model's counters over the whole run (conversions, missed
 //!   conversions = results overwritten unread, reads during BUSY).
 
+pub mod python;
+pub mod python_runner;
 pub mod rig;
 mod rust_runner;
 pub mod search;
 
+pub use python::{default_python, run_all, PythonError, PythonOptions};
 pub use rust_runner::RustRunner;
 pub use search::{sustained_rate, AdcRunner, RateTrial, SearchOptions, Sustained};
 
@@ -119,6 +132,16 @@ impl AdcReport {
             overruns.insert(n.clone(), json!(r.overruns));
         }
         adc.insert("overruns".into(), Value::Object(overruns));
+        for (a, b) in [("python", "rust"), ("python", "pyspidev"), ("python_raw", "pyspidev")] {
+            let rate = |n: &str| self.runners.iter().find(|r| r.name == n).map(|r| r.rate_hz);
+            if let (Some(x), Some(y)) = (rate(a), rate(b)) {
+                adc.insert(format!("{a}_vs_{b}"), json!(if y > 0.0 { round(x / y, 3) } else { 0.0 }));
+            }
+        }
+        // The most any program could beat py-spidev by on this rig: the wire limit over its rate.
+        if let Some(p) = self.runners.iter().find(|r| r.name == "pyspidev").filter(|r| r.rate_hz > 0.0) {
+            adc.insert("python_vs_pyspidev_bound".into(), json!(round(wire * 1e3 / p.rate_hz, 3)));
+        }
         adc.insert(
             "part".into(),
             json!({

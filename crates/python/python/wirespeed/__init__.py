@@ -29,7 +29,7 @@ comes from that board.
 
 from . import _wirespeed
 from ._wirespeed import Pending, PreparedMessage, SpiDev, Transfer
-from . import gpio, lab
+from . import ad7606, gpio, lab
 
-__all__ = ["SpiDev", "Transfer", "PreparedMessage", "Pending", "gpio", "lab"]
+__all__ = ["SpiDev", "Transfer", "PreparedMessage", "Pending", "ad7606", "gpio", "lab"]
 __version__ = "0.1.0"

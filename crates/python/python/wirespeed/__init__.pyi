@@ -1,5 +1,6 @@
 """Type stubs of the ``wirespeed`` package."""
 
+from . import ad7606 as ad7606
 from . import gpio as gpio
 from . import lab as lab
 from ._wirespeed import Pending as Pending
