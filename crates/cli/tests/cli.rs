@@ -5,6 +5,14 @@
 
 use std::process::{Command, Output};
 
+/// Serializes the tests that run long, CPU-bound benchmarks (flash, shim):
+/// run side by side on two cores, a PIO transfer of one could be starved
+/// past its timeout by the spinning of the other.
+fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn wirespeed(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_wirespeed"))
         .args(args)
@@ -521,6 +529,7 @@ fn flash_protected_ranges_are_refused_until_unprotect() {
 
 #[test]
 fn bench_flash_without_flashrom_keeps_its_keys_and_nulls_flashrom_s() {
+    let _alone = heavy();
     let j = json(&[
         "bench",
         "flash",
@@ -559,6 +568,7 @@ fn require_shim() {
 
 #[test]
 fn bench_shim_times_c_python_and_in_process_ioctls() {
+    let _alone = heavy();
     require_shim();
     let j = json(&["bench", "shim", "--cpus-may-sleep", "--rounds", "3", "--count", "200", "--json"]);
     let s = &j["shim"];
@@ -571,6 +581,7 @@ fn bench_shim_times_c_python_and_in_process_ioctls() {
 
 #[test]
 fn bench_flash_times_flashrom_on_the_same_chip_through_the_shim() {
+    let _alone = heavy();
     require_shim();
     if std::process::Command::new("sh")
         .args(["-c", "command -v flashrom || test -x /usr/sbin/flashrom"])
