@@ -367,7 +367,7 @@ fn run_steps<M: MessageSource + ?Sized>(
             wait_or_delay(policy, now(), st.delay_before_ns);
         }
         let completion = choose_completion(policy, &hw.caps, st.wire_ns, ctx.irq_cost);
-        let timeout_ns = st.wire_ns.saturating_mul(4).saturating_add(200_000_000);
+        let timeout_ns = transfer_timeout_ns(st.wire_ns, st.len, hw.caps.fifo_bytes);
         let timing = if st.len == 0 {
             // A CS window with no data (an embedded-hal transaction of delays only).
             Ok(TransferTiming { started: None, completed: None })
@@ -460,4 +460,35 @@ fn run_word_by_word(
         }
     }
     Ok(TransferTiming { started: first, completed: last })
+}
+
+/// How long a transfer may take before it is a timeout: four times its wire
+/// time and 200 ms (the kernel's `spi_transfer_wait` allows twice the wire
+/// time and 200 ms), plus 1 ms for every FIFO's worth of data. A PIO
+/// transfer longer than the FIFO is refilled once per FIFO, and each refill
+/// may wait for a thread wake-up: on a loaded or virtual machine those run
+/// to hundreds of µs, and a 64 KiB transfer through a 64-byte FIFO takes
+/// 1024 of them.
+fn transfer_timeout_ns(wire_ns: u64, len: usize, fifo_bytes: u32) -> u64 {
+    let refills = (len as u64).div_ceil(u64::from(fifo_bytes.max(1)));
+    wire_ns.saturating_mul(4).saturating_add(200_000_000).saturating_add(refills.saturating_mul(1_000_000))
+}
+
+#[cfg(test)]
+mod timeout_tests {
+    use super::transfer_timeout_ns;
+
+    #[test]
+    fn a_transfer_within_one_fifo_gets_four_wire_times_and_200_ms_and_one_refill() {
+        assert_eq!(transfer_timeout_ns(1_000, 9, 64), 4_000 + 200_000_000 + 1_000_000);
+    }
+
+    #[test]
+    fn a_long_pio_transfer_gets_a_millisecond_per_fifo_refill() {
+        // 64 KiB through a 64-byte FIFO: 1024 refills.
+        let wire = 10_485_760;
+        assert_eq!(transfer_timeout_ns(wire, 65_536, 64), 4 * wire + 200_000_000 + 1_024_000_000);
+        // A FIFO size of 0 (a controller that does not say) counts bytes, not a division by zero.
+        assert!(transfer_timeout_ns(0, 10, 0) >= 200_000_000 + 10_000_000);
+    }
 }
