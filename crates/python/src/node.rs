@@ -9,11 +9,6 @@ use wirespeed::linux::spidev::uapi::{self, SpiIocTransfer};
 use wirespeed::linux::spidev::{Errno, SpidevIo};
 use wirespeed_labhost::{FdInstaller, NodeFile};
 
-/// `SPI_IOC_WR_BITS_PER_WORD`: `_IOW('k', 3, __u8)`.
-pub const SPI_IOC_WR_BITS_PER_WORD: u64 = 0x4001_6b03;
-/// `SPI_IOC_WR_MAX_SPEED_HZ`: `_IOW('k', 4, __u32)`.
-pub const SPI_IOC_WR_MAX_SPEED_HZ: u64 = 0x4004_6b04;
-
 /// Spidev never creates descriptors.
 struct NoFds;
 

@@ -5,22 +5,23 @@ use crate::data::{bytes_arg, Bytes};
 use crate::errors::{self, closed, os_error};
 use crate::lab::{self, PyLab};
 use crate::message::{self, PyPending, PyPreparedMessage, PyTransfer};
-use crate::node::{NodeHandle, NodeIo, SPI_IOC_WR_BITS_PER_WORD, SPI_IOC_WR_MAX_SPEED_HZ};
+use crate::node::{NodeHandle, NodeIo};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyTuple};
 use std::sync::{Mutex, MutexGuard};
 use wirespeed::linux::spidev::uapi::{
-    SPI_IOC_RD_BITS_PER_WORD, SPI_IOC_RD_MAX_SPEED_HZ, SPI_IOC_RD_MODE32, SPI_IOC_WR_MODE32,
+    SPI_IOC_RD_BITS_PER_WORD, SPI_IOC_RD_MAX_SPEED_HZ, SPI_IOC_RD_MODE32, SPI_IOC_WR_BITS_PER_WORD,
+    SPI_IOC_WR_MAX_SPEED_HZ, SPI_IOC_WR_MODE32,
 };
 use wirespeed::linux::spidev::{Limits, Spidev, BUFSIZ_SYSFS};
 use wirespeed::spi::{Bus, DeviceConfig, Mode, ModeFlags, Policy, SpiDevice, Transfer};
 
-const SPI_CS_HIGH: u32 = 1 << 2;
-const SPI_LSB_FIRST: u32 = 1 << 3;
-const SPI_3WIRE: u32 = 1 << 4;
-const SPI_LOOP: u32 = 1 << 5;
-const SPI_NO_CS: u32 = 1 << 6;
+const SPI_CS_HIGH: u32 = ModeFlags::CS_HIGH.bits();
+const SPI_LSB_FIRST: u32 = ModeFlags::LSB_FIRST.bits();
+const SPI_3WIRE: u32 = ModeFlags::THREE_WIRE.bits();
+const SPI_LOOP: u32 = ModeFlags::LOOP.bits();
+const SPI_NO_CS: u32 = ModeFlags::NO_CS.bits();
 
 /// An open node.
 #[derive(Debug)]
@@ -583,7 +584,7 @@ impl PySpiDev {
         let open = st.open.as_ref().ok_or_else(closed)?;
         if st.bits_per_word != bits {
             open.node
-                .write_value::<u8>(SPI_IOC_WR_BITS_PER_WORD, bits)
+                .write_value::<u8>(SPI_IOC_WR_BITS_PER_WORD as u64, bits)
                 .map_err(|e| os_error(e, format!("{}: the controller refuses {bits} bits per word", open.path)))?;
             st.bits_per_word = bits;
             self.reconfigure(&mut st)?;
@@ -609,7 +610,7 @@ impl PySpiDev {
         let open = st.open.as_ref().ok_or_else(closed)?;
         if st.max_speed_hz != hz {
             open.node
-                .write_value::<u32>(SPI_IOC_WR_MAX_SPEED_HZ, hz)
+                .write_value::<u32>(SPI_IOC_WR_MAX_SPEED_HZ as u64, hz)
                 .map_err(|e| os_error(e, format!("{}: the node refuses max_speed_hz {hz}", open.path)))?;
             st.max_speed_hz = hz;
             self.reconfigure(&mut st)?;

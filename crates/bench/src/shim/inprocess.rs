@@ -8,14 +8,12 @@ use std::ffi::c_void;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
-use wirespeed::linux::spidev::uapi::{spi_ioc_message, SpiIocTransfer};
+use wirespeed::linux::spidev::uapi::{self, spi_ioc_message, SpiIocTransfer};
 use wirespeed_labhost::{Board, Errno, FdInstaller, NodeFile};
 
 const LEN: usize = 9;
-/// `SPI_IOC_WR_MODE`.
-const WR_MODE: u64 = 0x4001_6b01;
-/// `SPI_IOC_WR_MAX_SPEED_HZ`.
-const WR_MAX_SPEED_HZ: u64 = 0x4004_6b04;
+const WR_MODE: u64 = uapi::SPI_IOC_WR_MODE as u64;
+const WR_MAX_SPEED_HZ: u64 = uapi::SPI_IOC_WR_MAX_SPEED_HZ as u64;
 
 /// spidev creates no descriptors.
 struct NoFds;

@@ -89,7 +89,7 @@ pub(crate) fn build_spi(
         block.trace_start(TRACE_EVENTS);
     }
     for d in &spec.devices {
-        let node = SpidevNode::new(bus.clone(), spec.bus, d.cs, *next_minor, d.max_speed_hz, spec.bufsiz);
+        let node = SpidevNode::new(bus.clone(), d.cs, *next_minor, d.max_speed_hz, spec.bufsiz);
         *next_minor += 1;
         nodes.push((format!("/dev/spidev{}.{}", spec.bus, d.cs), Arc::new(node)));
     }

@@ -28,26 +28,34 @@ use std::ffi::c_void;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 use wirespeed::backend::lab::LabSpidevIo;
-use wirespeed::linux::spidev::uapi::{SpiIocTransfer, SPI_IOC_MAGIC};
+use wirespeed::linux::spidev::uapi::{self, SpiIocTransfer};
 use wirespeed::linux::spidev::{Limits, SpidevIo};
 use wirespeed::spi::Bus;
 
 /// The mode bits a program may set (`SPI_MODE_USER_MASK` of Linux 6.1).
 const SPI_MODE_USER_MASK: u32 = (1 << 17) - 1;
 /// CPOL | CPHA: all the lab block does.
-const SUPPORTED_MODE: u32 = 0x3;
+const SUPPORTED_MODE: u32 = uapi::SPI_CPOL | uapi::SPI_CPHA;
 /// `SPI_TX_DUAL | SPI_TX_QUAD | SPI_RX_DUAL | SPI_RX_QUAD | SPI_TX_OCTAL | SPI_RX_OCTAL`:
 /// cleared by `spi_setup` when the controller lacks them, not refused.
 const LINE_BITS: u32 = 0xf00 | (1 << 13) | (1 << 14);
 /// `SPI_LSB_FIRST`.
 const SPI_LSB_FIRST: u32 = 1 << 3;
 
-const NR_MESSAGE: u64 = 0;
-const NR_MODE: u64 = 1;
-const NR_LSB_FIRST: u64 = 2;
-const NR_BITS_PER_WORD: u64 = 3;
-const NR_MAX_SPEED_HZ: u64 = 4;
-const NR_MODE32: u64 = 5;
+// The request numbers, from the one definition in `uapi`, as `ioctl` passes them.
+const MESSAGE_0: u64 = uapi::spi_ioc_message(0) as u64;
+const RD_MODE: u64 = uapi::SPI_IOC_RD_MODE as u64;
+const WR_MODE: u64 = uapi::SPI_IOC_WR_MODE as u64;
+const RD_MODE32: u64 = uapi::SPI_IOC_RD_MODE32 as u64;
+const WR_MODE32: u64 = uapi::SPI_IOC_WR_MODE32 as u64;
+const RD_LSB_FIRST: u64 = uapi::SPI_IOC_RD_LSB_FIRST as u64;
+const WR_LSB_FIRST: u64 = uapi::SPI_IOC_WR_LSB_FIRST as u64;
+const RD_BITS_PER_WORD: u64 = uapi::SPI_IOC_RD_BITS_PER_WORD as u64;
+const WR_BITS_PER_WORD: u64 = uapi::SPI_IOC_WR_BITS_PER_WORD as u64;
+const RD_MAX_SPEED_HZ: u64 = uapi::SPI_IOC_RD_MAX_SPEED_HZ as u64;
+const WR_MAX_SPEED_HZ: u64 = uapi::SPI_IOC_WR_MAX_SPEED_HZ as u64;
+/// The size field of an ioctl number (`SPI_IOC_MESSAGE(n)` carries n × 32 there).
+const SIZE_FIELD: u64 = 0x3fff << 16;
 
 /// `/dev/spidev{bus_no}.{cs}` on a lab bus.
 #[derive(Debug)]
@@ -70,11 +78,10 @@ struct Device {
 }
 
 impl SpidevNode {
-    /// The node of native chip select `cs` of `bus` (bus number `bus_no`),
-    /// device number minor `minor`, default clock `default_speed_hz` (the
-    /// device tree's `spi-max-frequency`) and spidev's `bufsiz`.
-    pub fn new(bus: Bus, bus_no: u32, cs: u8, minor: u32, default_speed_hz: u32, bufsiz: usize) -> SpidevNode {
-        let _ = bus_no;
+    /// The node of native chip select `cs` of `bus`, device number minor
+    /// `minor`, default clock `default_speed_hz` (the device tree's
+    /// `spi-max-frequency`) and spidev's `bufsiz`.
+    pub fn new(bus: Bus, cs: u8, minor: u32, default_speed_hz: u32, bufsiz: usize) -> SpidevNode {
         let bits_mask = bus.caps().bits_per_word_mask;
         let io = LabSpidevIo::new(bus, cs, default_speed_hz, Limits::with_bufsiz(bufsiz));
         let device = Device {
@@ -166,10 +173,7 @@ impl Device {
             total += x.len as usize;
             self.xfers.push(x);
         }
-        let mut xfers = std::mem::take(&mut self.xfers);
-        let result = self.io.message(&mut xfers);
-        self.xfers = xfers;
-        result?;
+        self.io.message(&mut self.xfers)?;
         i32::try_from(total).map_err(|_| libc::EMSGSIZE)
     }
 
@@ -199,22 +203,14 @@ impl NodeFile for SpidevFile {
     }
 
     unsafe fn ioctl(&self, request: u64, arg: *mut c_void, _fds: &dyn FdInstaller) -> Result<i32, Errno> {
-        let dir = (request >> 30) & 3;
-        let size = ((request >> 16) & 0x3fff) as usize;
-        let kind = (request >> 8) & 0xff;
-        let nr = request & 0xff;
-        if kind != u64::from(SPI_IOC_MAGIC) || request >> 32 != 0 {
-            return Err(libc::ENOTTY);
-        }
-        const READ: u64 = 2;
-        const WRITE: u64 = 1;
         let mut d = self.lock();
         // SAFETY (every get/put below): the request's direction and size
         // match the type read or written, as spidev.h defines the request;
         // the program passes a pointer to that much memory.
         unsafe {
-            match (dir, nr, size) {
-                (WRITE, NR_MESSAGE, _) => {
+            match request {
+                r if r & !SIZE_FIELD == MESSAGE_0 => {
+                    let size = ((r & SIZE_FIELD) >> 16) as usize;
                     if !size.is_multiple_of(std::mem::size_of::<SpiIocTransfer>()) {
                         return Err(libc::EINVAL);
                     }
@@ -227,18 +223,18 @@ impl NodeFile for SpidevFile {
                     }
                     d.message(arg.cast::<SpiIocTransfer>().cast_const(), n)
                 }
-                (READ, NR_MODE, 1) => put(arg, (d.mode & 0xff) as u8),
-                (READ, NR_MODE32, 4) => put(arg, d.mode),
-                (WRITE, NR_MODE, 1) => d.set_mode(u32::from(get::<u8>(arg)?)),
-                (WRITE, NR_MODE32, 4) => d.set_mode(get::<u32>(arg)?),
-                (READ, NR_LSB_FIRST, 1) => put(arg, u8::from(d.mode & SPI_LSB_FIRST != 0)),
-                (WRITE, NR_LSB_FIRST, 1) => {
+                RD_MODE => put(arg, (d.mode & 0xff) as u8),
+                RD_MODE32 => put(arg, d.mode),
+                WR_MODE => d.set_mode(u32::from(get::<u8>(arg)?)),
+                WR_MODE32 => d.set_mode(get::<u32>(arg)?),
+                RD_LSB_FIRST => put(arg, u8::from(d.mode & SPI_LSB_FIRST != 0)),
+                WR_LSB_FIRST => {
                     let lsb = get::<u8>(arg)? != 0;
                     let mode = if lsb { d.mode | SPI_LSB_FIRST } else { d.mode & !SPI_LSB_FIRST };
                     d.set_mode(mode)
                 }
-                (READ, NR_BITS_PER_WORD, 1) => put(arg, d.bits_per_word),
-                (WRITE, NR_BITS_PER_WORD, 1) => {
+                RD_BITS_PER_WORD => put(arg, d.bits_per_word),
+                WR_BITS_PER_WORD => {
                     let bits = match get::<u8>(arg)? {
                         0 => 8,
                         b => b,
@@ -249,8 +245,8 @@ impl NodeFile for SpidevFile {
                     d.bits_per_word = bits;
                     Ok(0)
                 }
-                (READ, NR_MAX_SPEED_HZ, 4) => put(arg, d.speed_hz),
-                (WRITE, NR_MAX_SPEED_HZ, 4) => {
+                RD_MAX_SPEED_HZ => put(arg, d.speed_hz),
+                WR_MAX_SPEED_HZ => {
                     let hz = get::<u32>(arg)?;
                     if hz == 0 {
                         return Err(libc::EINVAL);

@@ -20,15 +20,13 @@ fn node(bufsiz: usize) -> (SpidevNode, SpidevNode, Lab) {
     block.attach(0, SpiNor::new(&W25Q128JV));
     block.attach(1, Loopback::new());
     let bus = Bus::new(LabSpi::new(block), Policy::fast());
-    (SpidevNode::new(bus.clone(), 0, 0, 0, 20_000_000, bufsiz), SpidevNode::new(bus, 0, 1, 1, 20_000_000, bufsiz), lab)
+    (SpidevNode::new(bus.clone(), 0, 0, 20_000_000, bufsiz), SpidevNode::new(bus, 1, 1, 20_000_000, bufsiz), lab)
 }
 
-const WR_MODE: u64 = 0x4001_6b01;
-const RD_MODE: u64 = 0x8001_6b01;
-const WR_LSB_FIRST: u64 = 0x4001_6b02;
-const RD_BITS: u64 = 0x8001_6b03;
-const WR_BITS: u64 = 0x4001_6b03;
-const WR_SPEED: u64 = 0x4004_6b04;
+const WR_LSB_FIRST: u64 = uapi::SPI_IOC_WR_LSB_FIRST as u64;
+const RD_BITS: u64 = RD_BITS_PER_WORD;
+const WR_BITS: u64 = WR_BITS_PER_WORD;
+const WR_SPEED: u64 = WR_MAX_SPEED_HZ;
 
 fn ioctl<T>(f: &Arc<dyn NodeFile>, request: u64, arg: &mut T) -> Result<i32, Errno> {
     // SAFETY: `arg` is a live T of the size the request names.

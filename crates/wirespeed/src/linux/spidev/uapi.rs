@@ -51,6 +51,18 @@ pub const fn spi_ioc_message(n: usize) -> Opcode {
     )
 }
 
+/// `SPI_IOC_RD_MODE`: read the low 8 bits of the device's mode.
+pub const SPI_IOC_RD_MODE: Opcode = opcode::read::<u8>(SPI_IOC_MAGIC, 1);
+/// `SPI_IOC_WR_MODE`: write the device's mode (8 bits; the rest cleared).
+pub const SPI_IOC_WR_MODE: Opcode = opcode::write::<u8>(SPI_IOC_MAGIC, 1);
+/// `SPI_IOC_RD_LSB_FIRST`: read whether words shift LSB first (0 or 1).
+pub const SPI_IOC_RD_LSB_FIRST: Opcode = opcode::read::<u8>(SPI_IOC_MAGIC, 2);
+/// `SPI_IOC_WR_LSB_FIRST`: write whether words shift LSB first.
+pub const SPI_IOC_WR_LSB_FIRST: Opcode = opcode::write::<u8>(SPI_IOC_MAGIC, 2);
+/// `SPI_IOC_WR_BITS_PER_WORD`: write the device's default word size (0: 8).
+pub const SPI_IOC_WR_BITS_PER_WORD: Opcode = opcode::write::<u8>(SPI_IOC_MAGIC, 3);
+/// `SPI_IOC_WR_MAX_SPEED_HZ`: write the device's default clock.
+pub const SPI_IOC_WR_MAX_SPEED_HZ: Opcode = opcode::write::<u32>(SPI_IOC_MAGIC, 4);
 /// `SPI_IOC_RD_MODE32`: read the device's 32-bit mode.
 pub const SPI_IOC_RD_MODE32: Opcode = opcode::read::<u32>(SPI_IOC_MAGIC, 5);
 /// `SPI_IOC_WR_MODE32`: write the device's 32-bit mode.
@@ -100,6 +112,12 @@ mod tests {
         assert_eq!(SPI_IOC_WR_MODE32 as u64, 0x4004_6b05);
         assert_eq!(SPI_IOC_RD_MAX_SPEED_HZ as u64, 0x8004_6b04);
         assert_eq!(SPI_IOC_RD_BITS_PER_WORD as u64, 0x8001_6b03);
+        assert_eq!(SPI_IOC_WR_BITS_PER_WORD as u64, 0x4001_6b03);
+        assert_eq!(SPI_IOC_RD_MODE as u64, 0x8001_6b01);
+        assert_eq!(SPI_IOC_WR_MODE as u64, 0x4001_6b01);
+        assert_eq!(SPI_IOC_RD_LSB_FIRST as u64, 0x8001_6b02);
+        assert_eq!(SPI_IOC_WR_LSB_FIRST as u64, 0x4001_6b02);
+        assert_eq!(SPI_IOC_WR_MAX_SPEED_HZ as u64, 0x4004_6b04);
         assert_eq!(MAX_TRANSFERS_PER_IOCTL, 511);
     }
 }
