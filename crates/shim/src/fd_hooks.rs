@@ -39,7 +39,7 @@ fn install(
         // SAFETY: errno is this thread's.
         return Err(unsafe { *libc::__errno_location() });
     }
-    table::insert(fd, entry_of(file));
+    table::insert(fd, Arc::new(entry_of(file)));
     Ok(fd)
 }
 

@@ -21,11 +21,13 @@ pub(crate) struct Entry {
     pub nonblocking: Arc<AtomicBool>,
 }
 
-static TABLE: RwLock<BTreeMap<i32, Entry>> = RwLock::new(BTreeMap::new());
+// Entries are shared, so that a lookup on the hot path (every ioctl, read
+// and write of a lab descriptor) costs one reference count, not one per field.
+static TABLE: RwLock<BTreeMap<i32, Arc<Entry>>> = RwLock::new(BTreeMap::new());
 static COUNT: AtomicUsize = AtomicUsize::new(0);
 
 /// The entry of `fd`, if it is the lab's.
-pub(crate) fn get(fd: i32) -> Option<Entry> {
+pub(crate) fn get(fd: i32) -> Option<Arc<Entry>> {
     if COUNT.load(Ordering::Acquire) == 0 {
         return None;
     }
@@ -33,14 +35,14 @@ pub(crate) fn get(fd: i32) -> Option<Entry> {
 }
 
 /// Makes `fd` the lab's.
-pub(crate) fn insert(fd: i32, entry: Entry) {
+pub(crate) fn insert(fd: i32, entry: Arc<Entry>) {
     let mut t = TABLE.write().unwrap_or_else(|e| e.into_inner());
     t.insert(fd, entry);
     COUNT.store(t.len(), Ordering::Release);
 }
 
 /// Forgets `fd` (closed); its entry, if it was the lab's.
-pub(crate) fn remove(fd: i32) -> Option<Entry> {
+pub(crate) fn remove(fd: i32) -> Option<Arc<Entry>> {
     if COUNT.load(Ordering::Acquire) == 0 {
         return None;
     }
