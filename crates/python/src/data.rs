@@ -5,6 +5,7 @@ use crate::buffer::Buf;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
+use std::fmt::Display;
 
 /// Bytes taken from an argument.
 #[derive(Debug)]
@@ -29,7 +30,7 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
 }
 
-fn byte_of(item: &Bound<'_, PyAny>, i: usize, what: &str) -> PyResult<u8> {
+fn byte_of(item: &Bound<'_, PyAny>, i: usize, what: impl Display) -> PyResult<u8> {
     let v: i64 = item.extract().map_err(|_| {
         PyTypeError::new_err(format!("{what}: element {i} is a {}, not an int (0..255)", type_name(item)))
     })?;
@@ -37,7 +38,8 @@ fn byte_of(item: &Bound<'_, PyAny>, i: usize, what: &str) -> PyResult<u8> {
 }
 
 /// A sequence of ints (each 0..=255) as bytes.
-pub fn seq_bytes(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
+/// `what` names the argument in errors; it is formatted only when there is one.
+pub fn seq_bytes(obj: &Bound<'_, PyAny>, what: impl Display + Copy) -> PyResult<Vec<u8>> {
     if obj.is_instance_of::<PyString>() {
         return Err(PyTypeError::new_err(format!(
             "{what}: expected bytes or a sequence of ints, not str (encode it first: s.encode())"
@@ -65,7 +67,7 @@ pub fn seq_bytes(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
 /// The bytes of `obj`: a buffer's memory as it is (any item size when
 /// `raw`, else only 1-byte items, as py-spidev's sequences), or a
 /// sequence of ints.
-pub fn bytes_arg(obj: &Bound<'_, PyAny>, what: &str, raw: bool) -> PyResult<Bytes> {
+pub fn bytes_arg(obj: &Bound<'_, PyAny>, what: impl Display + Copy, raw: bool) -> PyResult<Bytes> {
     match Buf::try_get(obj) {
         Ok(Some(b)) if raw || b.itemsize() == 1 => return Ok(Bytes::Buf(b)),
         Ok(_) => {}

@@ -153,7 +153,7 @@ pub fn run_message(py: Python<'_>, dev: &SpiDevice, transfers: &[PyRef<'_, PyTra
     let mut txs: Vec<Option<Bytes>> = Vec::with_capacity(transfers.len());
     let mut rxs: Vec<Rx> = Vec::with_capacity(transfers.len());
     for (i, t) in transfers.iter().enumerate() {
-        let tx = t.tx.as_ref().map(|o| bytes_arg(o.bind(py), &format!("transfer {i} tx"), true)).transpose()?;
+        let tx = t.tx.as_ref().map(|o| bytes_arg(o.bind(py), format_args!("transfer {i} tx"), true)).transpose()?;
         let txlen = tx.as_ref().map(|b| b.as_slice().len());
         let rx = match (&t.rx, t.rx_len) {
             (Some(o), _) => {
@@ -235,7 +235,7 @@ fn in_flight() -> PyErr {
 }
 
 /// A message validated once: `run()` it any number of times with no
-/// validation and no allocation; change what it sends with `set_tx`; read
+/// validation; change what it sends with `set_tx`; read
 /// what came back with `rx(i)`, `results()` or `readinto(i, buffer)`.
 /// Transfers given an `rx` buffer get it filled after every run.
 ///
@@ -271,10 +271,11 @@ impl PyPreparedMessage {
         let mut outs = Vec::with_capacity(transfers.len());
         let mut lens = Vec::with_capacity(transfers.len());
         for (i, t) in transfers.iter().enumerate() {
-            let tx =
-                t.tx.as_ref()
-                    .map(|o| bytes_arg(o.bind(py), &format!("transfer {i} tx"), true).map(|b| b.as_slice().to_vec()))
-                    .transpose()?;
+            let tx = t
+                .tx
+                .as_ref()
+                .map(|o| bytes_arg(o.bind(py), format_args!("transfer {i} tx"), true).map(|b| b.as_slice().to_vec()))
+                .transpose()?;
             let rxlen = match (&t.rx, t.rx_len) {
                 (Some(o), _) => Some(Buf::get(o.bind(py), true)?.len()),
                 (None, n) => n,
@@ -360,7 +361,7 @@ impl PyPreparedMessage {
 
 #[pymethods]
 impl PyPreparedMessage {
-    /// Runs the message and waits for it (GIL released): no validation, no allocation.
+    /// Runs the message and waits for it (GIL released), with no validation.
     fn run(&self, py: Python<'_>) -> PyResult<()> {
         let (dev, shared) = (&self.dev, &self.shared);
         py.detach(|| {
