@@ -5,9 +5,8 @@
 
 use std::process::{Command, Output};
 
-/// Serializes the tests that run long, CPU-bound benchmarks (flash, shim):
-/// run side by side on two cores, a PIO transfer of one could be starved
-/// past its timeout by the spinning of the other.
+/// Serializes the tests that run long, CPU-bound benchmarks (flash, shim),
+/// so that on two cores they do not time each other.
 fn heavy() -> std::sync::MutexGuard<'static, ()> {
     static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
     HEAVY.lock().unwrap_or_else(|e| e.into_inner())

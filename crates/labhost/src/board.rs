@@ -103,11 +103,6 @@ impl Board {
         &self.lab
     }
 
-    /// The WSPI block of bus `bus`.
-    pub fn spi_block(&self, bus: u32) -> Option<&SpiController> {
-        self.spi.iter().find(|s| s.bus_no == bus).map(|s| &s.block)
-    }
-
     /// The device model on chip select `cs` of bus `bus` (its backdoor).
     pub fn device(&self, bus: u32, cs: u8) -> Option<&LabDevice> {
         let parts = self.spi.iter().find(|s| s.bus_no == bus)?;

@@ -27,7 +27,8 @@
 //!   `python_vs_pyspidev_bound` = `wire_limit_ksps / pyspidev_ksps` is the
 //!   most any program could beat py-spidev by on this rig. Through the shim
 //!   py-spidev's ioctls make no system call, so it runs faster here than
-//!   on a kernel, and that bound is low (about 2.2 at 20 MHz).
+//!   on a kernel, and that bound is low (1.6 to 2.3 in runs on the
+//!   2-core VM this was written on, at 20 MHz).
 //! - `part`: the model's counters over the whole run (conversions, missed
 //!   conversions = results overwritten unread, reads during BUSY).
 

@@ -64,8 +64,8 @@ impl Ad7606 {
     }
 
     /// Samples at `rate_hz` in this thread into `ring`, for `periods`
-    /// sample periods (`None`: until `stop` is set). Nothing allocates on
-    /// the way; overruns are in the report.
+    /// sample periods (`None`: until `stop` is set). A set that completes
+    /// allocates nothing here; overruns are in the report.
     pub fn run(
         &mut self,
         rate_hz: f64,
@@ -163,11 +163,6 @@ impl Continuous {
     /// Overruns so far: missed periods plus sets the full ring dropped.
     pub fn overruns(&self) -> u64 {
         self.shared.missed.load(Ordering::Relaxed) + self.shared.ring.dropped()
-    }
-
-    /// Whether the sampler stopped by itself (an error ended it).
-    pub fn has_stopped(&self) -> bool {
-        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
     }
 
     /// Stops the sampler; returns the driver and the run's report (or the
