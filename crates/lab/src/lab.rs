@@ -1,6 +1,7 @@
 //! [`Lab`]: one emulated board — its interrupt thread and the blocks on it.
 
 use crate::gpio::{GpioChip, GpioChipConfig, GpioConfigError};
+use crate::iommu::{Iommu, IommuConfig, IommuConfigError};
 use crate::scheduler::Scheduler;
 use crate::spi::{SpiConfigError, SpiController, SpiControllerConfig};
 use crate::start_error::LabStartError;
@@ -84,6 +85,18 @@ impl Lab {
     /// `config`.
     pub fn try_gpio_chip(&self, config: GpioChipConfig) -> Result<GpioChip, GpioConfigError> {
         GpioChip::try_new(self, config)
+    }
+
+    /// Adds an IOMMU to the board, or says why no IOMMU can have `config`.
+    /// Attach it to the blocks whose DMA it translates
+    /// ([`SpiController::attach_iommu`]).
+    pub fn iommu(&self, config: IommuConfig) -> Result<Iommu, IommuConfigError> {
+        Iommu::new(config)
+    }
+
+    /// Adds an IOMMU with the default configuration ([`IommuConfig::default`]).
+    pub fn default_iommu(&self) -> Iommu {
+        Iommu::build(IommuConfig::default())
     }
 }
 

@@ -13,6 +13,9 @@
 //! - [`LabConfig::instant_wire`] makes the wire infinitely fast, so that the
 //!   software's own cost can be counted alone (e.g. under callgrind).
 //!
+//! DMA engines reach host memory (the lab's physical address space is the
+//! process's address space) directly or through the lab's [`iommu`].
+//!
 //! Every device model has two faces: a bus face ([`spi::SpiDeviceModel`]) that
 //! software reaches only through a controller, and a backdoor for tests
 //! (faults, peeking, timing). The lab knows nothing of wirespeed's drivers.
@@ -28,6 +31,7 @@
 pub mod can;
 pub mod devices;
 pub mod gpio;
+pub mod iommu;
 mod irq;
 mod lab;
 mod pin;
@@ -35,6 +39,8 @@ mod scheduler;
 pub mod spi;
 mod spin;
 mod start_error;
+#[cfg(test)]
+mod test_pages;
 pub mod trace;
 
 pub use irq::IrqLine;

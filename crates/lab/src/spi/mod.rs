@@ -4,9 +4,14 @@
 //! ([`SpiController::read`], [`SpiController::write`]; the map is in [`regs`])
 //! and its interrupt line ([`SpiController::irq`]). Devices attach per native
 //! chip select ([`SpiController::attach`]) or behind a GPIO chip select
-//! ([`SpiController::attach_external_cs`]).
+//! ([`SpiController::attach_external_cs`]). Its DMA engine reaches memory
+//! through the addresses of a descriptor ([`SpiController::load_dma_descriptor`]),
+//! translated by an IOMMU if one is attached ([`SpiController::attach_iommu`]).
 
 mod config;
+mod dma;
+#[cfg(test)]
+mod dma_tests;
 mod model;
 pub mod regs;
 #[cfg(test)]
@@ -18,9 +23,12 @@ use crate::pin::PinSink;
 use crate::scheduler::Scheduler;
 use crate::spin::{SpinGuard, SpinLock};
 use crate::trace::Trace;
+use crate::iommu::{DmaClient, Iommu};
 pub use config::{NoSuchChipSelect, SpiConfigError, SpiControllerConfig};
+pub use dma::DmaDescriptor;
 use model::Model;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use wirespeed_time::{delay_ns, now, Instant};
 
@@ -39,6 +47,22 @@ pub(crate) struct Shared {
     latency_ns: u64,
     config: SpiControllerConfig,
     scheduler: Scheduler,
+    /// A DMA burst runs (see [`DmaClient`]).
+    dma_active: Arc<AtomicBool>,
+}
+
+impl DmaClient for Shared {
+    fn settle(self: Arc<Self>) {
+        if self.dma_active.load(Ordering::Acquire) {
+            update(&self, |m| m.advance(now()));
+        }
+    }
+
+    fn forget(self: Arc<Self>) {
+        if self.dma_active.load(Ordering::Acquire) {
+            update(&self, |m| m.dma.forget_translations());
+        }
+    }
 }
 
 /// Runs `f` on the model under its lock and drives the IRQ line from the
@@ -74,12 +98,15 @@ impl fmt::Debug for SpiController {
 impl SpiController {
     pub(crate) fn new(lab: &Lab, config: SpiControllerConfig) -> Result<SpiController, SpiConfigError> {
         config.validate()?;
+        let model = Model::new(&config, lab);
+        let dma_active = model.dma.active_flag();
         let shared = Arc::new(Shared {
-            model: SpinLock::new(Model::new(&config, lab)),
+            model: SpinLock::new(model),
             irq: IrqLine::new(config.name),
             latency_ns: lab.config().reg_access_latency_ns,
             config: config.clone(),
             scheduler: lab.scheduler().clone(),
+            dma_active,
         });
         Ok(SpiController { shared })
     }
@@ -117,6 +144,41 @@ impl SpiController {
                 m.write(regs::TXDATA, w);
             }
         });
+    }
+
+    /// Loads a DMA descriptor: writes `DMATX_*` and `DMARX_*` and sets
+    /// `DMACTRL.TXEN`/`RXEN` for the directions it has (clearing the others;
+    /// a descriptor with neither turns DMA off). The next `START` runs a DMA
+    /// burst with it (see [`regs`], "DMA"). Costs one register access per
+    /// register written.
+    ///
+    /// # Safety
+    /// If no IOMMU translates the block's addresses when the burst starts
+    /// (none attached, or the attached one in passthrough), they are host
+    /// addresses: `[tx, tx + XFERLEN × word bytes)` must stay readable and
+    /// `[rx, …)` writable, with no Rust reference to the RX memory and no
+    /// `&mut` to the TX memory, from now until software has seen the burst
+    /// end (a `STATUS` or `IRQSTAT` read showing `BUSY` clear, or the
+    /// interrupt), or has written `RESET`, or cleared `DMACTRL` before
+    /// `START`. If one translates, the contract of [`Iommu::map`] covers the
+    /// memory.
+    pub unsafe fn load_dma_descriptor(&self, d: DmaDescriptor) {
+        let addrs = u64::from(d.tx.is_some()) + u64::from(d.rx.is_some());
+        delay_ns(self.shared.latency_ns.saturating_mul(1 + 2 * addrs));
+        update(&self.shared, |m| m.dma.load(d));
+    }
+
+    /// Makes the block's DMA engine translate its addresses through `iommu`
+    /// (from the next DMA burst on), replacing any IOMMU attached before.
+    pub fn attach_iommu(&self, iommu: &Iommu) {
+        self.lock().dma.set_iommu(Some(iommu.clone()));
+        let client: Weak<dyn DmaClient> = Arc::downgrade(&self.shared) as Weak<Shared>;
+        iommu.add_client(client);
+    }
+
+    /// The IOMMU the block's DMA engine translates through, if any.
+    pub fn iommu(&self) -> Option<Iommu> {
+        self.lock().dma.iommu()
     }
 
     /// The block's interrupt line.

@@ -4,8 +4,10 @@
 //! the model to the access's instant, working out which words have started and
 //! finished since the last access (word k starts at the latest of: the end of
 //! word k−1, the instant it was pushed, and the instant the RX FIFO had room
-//! for it) and handing finished words to the selected device.
+//! for it) and handing finished words to the selected device. A DMA burst
+//! is worked out by the block's [`DmaEngine`] instead of the FIFOs.
 
+use super::dma::{DmaEngine, Step};
 use super::regs::*;
 use super::{SpiControllerConfig, SpiDeviceModel};
 use crate::irq::IrqLine;
@@ -61,6 +63,7 @@ pub(super) struct Model {
     external: Vec<External>,
     pub(super) trace: Recorder,
     pub(super) power_ups: u64,
+    pub(super) dma: DmaEngine,
     /// When the pending interrupt check runs (a check that finds the
     /// state changed is harmless, so a superseded one is never cancelled).
     check_at: Option<Instant>,
@@ -90,6 +93,39 @@ fn bits_of(ctrl: u32) -> u8 {
     (((ctrl >> CTRL_BPW_SHIFT) & CTRL_BPW_MASK) + 1) as u8
 }
 
+/// One word on the wires: the selected devices receive `f.mosi` (the native
+/// one answers, else the first selected external one; nobody: all ones),
+/// and the trace records it. Returns MISO, `bits` wide.
+fn shift_word(
+    cs: u32,
+    devices: &mut [Option<Box<dyn SpiDeviceModel>>],
+    external: &mut [External],
+    trace: &mut Recorder,
+    f: &InFlight,
+    bits: u8,
+) -> u32 {
+    let native = cs & CS_ASSERT != 0;
+    let line = (cs & CS_LINE_MASK) as usize;
+    let mut miso = u32::MAX >> (32 - u32::from(bits));
+    let mut answered = false;
+    if native {
+        if let Some(Some(d)) = devices.get_mut(line) {
+            miso = d.exchange(f.mosi, bits, f.start);
+            answered = true;
+        }
+    }
+    for e in external.iter_mut().filter(|e| e.selected) {
+        let m = e.device.exchange(f.mosi, bits, f.start);
+        if !answered {
+            miso = m;
+            answered = true;
+        }
+    }
+    miso &= u32::MAX >> (32 - u32::from(bits));
+    trace.record(TraceEvent::Word { start: f.start, end: f.end, bits, mosi: f.mosi, miso });
+    miso
+}
+
 impl Model {
     pub(super) fn new(cfg: &SpiControllerConfig, lab: &Lab) -> Model {
         Model {
@@ -116,6 +152,7 @@ impl Model {
             external: Vec::new(),
             trace: Recorder::default(),
             power_ups: 0,
+            dma: DmaEngine::new(),
             check_at: None,
         }
     }
@@ -144,6 +181,9 @@ impl Model {
     /// Works out everything that happened on the wire up to `t`.
     pub(super) fn advance(&mut self, t: Instant) {
         if self.burst.is_none() {
+            if self.dma.busy() {
+                self.advance_dma(t);
+            }
             return;
         }
         let depth = self.current_depth();
@@ -154,25 +194,7 @@ impl Model {
                     break;
                 }
                 let f = self.inflight.pop_front().expect("front exists");
-                let native = self.cs & CS_ASSERT != 0;
-                let line = (self.cs & CS_LINE_MASK) as usize;
-                let mut miso = u32::MAX >> (32 - u32::from(b.bits));
-                let mut answered = false;
-                if native {
-                    if let Some(Some(d)) = self.devices.get_mut(line) {
-                        miso = d.exchange(f.mosi, b.bits, f.start);
-                        answered = true;
-                    }
-                }
-                for e in self.external.iter_mut().filter(|e| e.selected) {
-                    let m = e.device.exchange(f.mosi, b.bits, f.start);
-                    if !answered {
-                        miso = m;
-                        answered = true;
-                    }
-                }
-                miso &= u32::MAX >> (32 - u32::from(b.bits));
-                self.trace.record(TraceEvent::Word { start: f.start, end: f.end, bits: b.bits, mosi: f.mosi, miso });
+                let miso = shift_word(self.cs, &mut self.devices, &mut self.external, &mut self.trace, &f, b.bits);
                 self.rx.push_back(miso);
                 b.done += 1;
                 if b.done == b.len {
@@ -199,6 +221,26 @@ impl Model {
         }
         if b.done == b.len {
             self.burst = None;
+        }
+    }
+
+    /// [`Model::advance`] for a DMA burst.
+    fn advance_dma(&mut self, t: Instant) {
+        loop {
+            match self.dma.step(t) {
+                Step::Word { mosi, bits, start, end } => {
+                    let f = InFlight { mosi, start, end };
+                    let miso = shift_word(self.cs, &mut self.devices, &mut self.external, &mut self.trace, &f, bits);
+                    if self.dma.finish_word(miso) {
+                        self.done_flag = true;
+                    }
+                }
+                Step::Fault => {
+                    self.err = true;
+                    return;
+                }
+                Step::Wait => return,
+            }
         }
     }
 
@@ -241,8 +283,11 @@ impl Model {
 
     fn status(&self, t: Instant) -> u32 {
         let mut s = 0;
-        if self.burst.is_some() {
+        if self.burst.is_some() || self.dma.busy() {
             s |= STATUS_BUSY;
+        }
+        if self.dma.faulted() {
+            s |= STATUS_DMAFAULT;
         }
         if self.done_flag {
             s |= STATUS_DONE;
@@ -265,6 +310,9 @@ impl Model {
         }
         if self.rx.len() as u32 >= self.rxthr.max(1) {
             p |= IRQ_RXTH;
+        }
+        if self.err {
+            p |= IRQ_ERR;
         }
         p
     }
@@ -314,6 +362,11 @@ impl Model {
             ID => ID_VALUE,
             FIFOSIZE => self.fifo_bytes,
             BASECLK => self.base_clock_hz.min(u64::from(u32::MAX)) as u32,
+            DMAFAULT_LO | DMAFAULT_HI => {
+                self.advance(now());
+                self.dma.read(reg)
+            }
+            DMACTRL | DMATX_LO | DMATX_HI | DMARX_LO | DMARX_HI => self.dma.read(reg),
             _ => 0,
         }
     }
@@ -360,13 +413,14 @@ impl Model {
             CTRL => self.ctrl = v,
             CLKDIV => self.clkdiv = v,
             XFERLEN => self.xferlen = v & 0xFF_FFFF,
-            IRQEN => self.irqen = v & (IRQ_DONE | IRQ_RXTH),
+            IRQEN => self.irqen = v & (IRQ_DONE | IRQ_RXTH | IRQ_ERR),
             IRQSTAT if v & IRQ_DONE != 0 => {
                 // A burst that ended before the write is done, and cleared by it.
                 self.advance(now());
                 self.done_flag = false;
             }
             RXTHR => self.rxthr = v.max(1),
+            DMACTRL => self.dma.write_ctrl(v),
             PWR => {
                 let on = v & PWR_ON != 0;
                 if on && !self.powered {
@@ -384,7 +438,9 @@ impl Model {
                 self.rx.clear();
                 self.err = false;
                 self.done_flag = false;
+                self.dma.reset();
             }
+            // The DMA address registers are read only: a descriptor loads them.
             _ => {}
         }
     }
@@ -409,12 +465,21 @@ impl Model {
     fn start(&mut self) {
         let t = now();
         self.advance(t);
-        if self.burst.is_some() || !self.powered || t < self.ready_at || self.xferlen == 0 {
+        if self.burst.is_some() || self.dma.busy() || !self.powered || t < self.ready_at || self.xferlen == 0 {
             self.err = true;
             return;
         }
         let bits = bits_of(self.ctrl);
         let word_ns = if self.instant_wire { 0 } else { word_ns(bits, self.clkdiv, self.base_clock_hz) };
+        if self.dma.armed() {
+            if !self.dma.start(self.xferlen, bits, word_ns, self.instant_wire, t) {
+                self.err = true;
+                return;
+            }
+            self.done_flag = false;
+            self.advance(t);
+            return;
+        }
         self.done_flag = false;
         self.popped_in_burst = 0;
         self.rx.clear();
@@ -460,6 +525,9 @@ impl Model {
                     due = Some(due.map_or(e, |d| d.min(e)));
                 }
             }
+        }
+        if let Some(e) = self.dma.next_event(self.irqen & IRQ_DONE != 0, self.irqen & IRQ_ERR != 0) {
+            due = Some(due.map_or(e, |d| d.min(e)));
         }
         let arm = due.filter(|&d| self.check_at != Some(d));
         self.check_at = due;
