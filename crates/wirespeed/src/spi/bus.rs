@@ -229,6 +229,7 @@ impl BusInner {
     }
 
     /// Accounts for a finished message (and, in classic, wakes the pump).
+    #[inline(always)]
     pub(crate) fn finish(&self, t0: Instant, end: Instant, immediate: bool, r: &Result<(), SpiError>) {
         self.stats.message(MessageRecord {
             immediate,

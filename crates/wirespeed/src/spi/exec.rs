@@ -92,6 +92,19 @@ pub(crate) trait MessageSource {
     fn count(&self) -> usize;
     fn step(&self, i: usize, dev: &DeviceConfig, caps: &ControllerCaps) -> Result<Step, InvalidMessage>;
     fn data(&mut self, i: usize) -> Data<'_>;
+    /// Transfer `i`'s step and data, as the executor takes them: the step
+    /// borrowed where it was planned ahead, else planned into `scratch`.
+    #[inline]
+    fn transfer<'a>(
+        &'a mut self,
+        i: usize,
+        dev: &DeviceConfig,
+        caps: &ControllerCaps,
+        scratch: &'a mut Option<Step>,
+    ) -> Result<(&'a Step, Data<'a>), InvalidMessage> {
+        let step = scratch.insert(self.step(i, dev, caps)?);
+        Ok((step, self.data(i)))
+    }
     /// A message-level backend's translation of the message, made when it was prepared.
     fn backend_plan(&mut self) -> Option<&mut (dyn Any + Send)> {
         None
@@ -156,6 +169,16 @@ impl MessageSource for Planned<'_, '_> {
     fn data(&mut self, i: usize) -> Data<'_> {
         reborrow(&mut self.transfers[i].data)
     }
+    #[inline]
+    fn transfer<'a>(
+        &'a mut self,
+        i: usize,
+        _dev: &DeviceConfig,
+        _caps: &ControllerCaps,
+        _scratch: &'a mut Option<Step>,
+    ) -> Result<(&'a Step, Data<'a>), InvalidMessage> {
+        Ok((&self.steps[i], reborrow(&mut self.transfers[i].data)))
+    }
 }
 
 /// Context of one execution.
@@ -167,6 +190,7 @@ pub(crate) struct ExecCtx<'a> {
 
 /// Drives a chip select. The edge's instant is read afterwards only when a
 /// deadline depends on it (`stamp`), so that zero CS times cost no clock read.
+#[inline]
 fn drive_cs(hw: &mut BusHw, cs: &ChipSelect, active: bool, stamp: bool) -> Result<Instant, SpiError> {
     match cs {
         ChipSelect::Native(n) => hw.ctlr().set_cs(*n, active),
@@ -176,17 +200,21 @@ fn drive_cs(hw: &mut BusHw, cs: &ChipSelect, active: bool, stamp: bool) -> Resul
     Ok(if stamp { now() } else { Instant::ZERO })
 }
 
+/// Waits `ns` from `from`: by deadline, or the kernel's way (policy `cs_deadlines`).
+#[inline]
 fn wait_or_delay(policy: &Policy, from: Instant, ns: impl Into<u64>) {
     let ns = ns.into();
+    if ns == 0 {
+        return;
+    }
     if policy.cs_deadlines {
-        if ns > 0 {
-            wait_until(Deadline::after_ns_from(from, ns));
-        }
+        wait_until(Deadline::after_ns_from(from, ns));
     } else {
         classic_delay_ns(ns);
     }
 }
 
+#[inline]
 fn choose_completion(policy: &Policy, caps: &ControllerCaps, wire_ns: u64, irq_cost: &IrqCost) -> Completion {
     if !caps.has_irq {
         Completion::Poll
@@ -237,11 +265,18 @@ pub(crate) fn recover_from_panic(hw: &mut BusHw, dev: &DeviceState) {
 /// select (the message that needed it released fails, nothing sent); the
 /// bus then forgets it, so that later messages are not refused for ever
 /// because of a chip that has gone.
+#[inline]
 pub(crate) fn release_held_cs(hw: &mut BusHw) -> Result<(), SpiError> {
-    if let Some(held) = hw.cs_held.take() {
-        let t = drive_cs(hw, &held.cs, false, true).map_err(held_cs_error)?;
-        held.last_off.store(t.as_ns(), Ordering::Relaxed);
+    match hw.cs_held.take() {
+        None => Ok(()),
+        Some(held) => release_other_cs(hw, held),
     }
+}
+
+#[inline(never)]
+fn release_other_cs(hw: &mut BusHw, held: HeldCs) -> Result<(), SpiError> {
+    let t = drive_cs(hw, &held.cs, false, true).map_err(held_cs_error)?;
+    held.last_off.store(t.as_ns(), Ordering::Relaxed);
     Ok(())
 }
 
@@ -330,99 +365,156 @@ fn run_steps<M: MessageSource + ?Sized>(
     cs_active: &mut bool,
     in_flight: &mut InFlight<'_>,
 ) -> Result<(), SpiError> {
-    let policy = ctx.policy;
-    let cfg = &dev.cfg;
     let n = msg.count();
+    let mut scratch = None;
     for i in 0..n {
         hw.transfer = i;
-        let st = msg.step(i, cfg, &hw.caps)?;
-        let setup = (cfg.mode, st.speed_hz, st.bits);
-        if !policy.skip_redundant_setup || hw.setup != Some(setup) {
-            hw.ctlr().configure(cfg.mode, st.speed_hz, st.bits);
-            hw.setup = Some(setup);
-        }
-        let mut data = msg.data(i);
+        let (st, mut data) = msg.transfer(i, &dev.cfg, &hw.caps, &mut scratch)?;
+        set_up(hw, &dev.cfg, st, ctx.policy);
         let mut preloaded = 0;
         if !*cs_active {
-            if policy.preload_fifo && st.word_delay_ns == 0 && st.len > 0 {
-                preloaded = hw.ctlr().preload(&data, st.bits);
-            }
-            if policy.cs_deadlines && cfg.cs_inactive_ns > 0 {
-                let off = Instant::from_ns(dev.last_cs_off.load(Ordering::Relaxed));
-                wait_until(Deadline::after_ns_from(off, u64::from(cfg.cs_inactive_ns)));
-            }
-            let on = match drive_cs(hw, &cfg.cs, true, cfg.cs_setup_ns > 0) {
-                Ok(t) => t,
-                Err(e) => {
-                    if preloaded > 0 {
-                        hw.ctlr().discard_preload();
-                    }
-                    return Err(e);
-                }
-            };
+            preloaded = select(hw, dev, ctx.policy, st, &data)?;
             *cs_active = true;
-            wait_or_delay(policy, on, cfg.cs_setup_ns);
         }
         if st.delay_before_ns > 0 {
-            wait_or_delay(policy, now(), st.delay_before_ns);
+            wait_or_delay(ctx.policy, now(), st.delay_before_ns);
         }
-        let completion = choose_completion(policy, &hw.caps, st.wire_ns, ctx.irq_cost);
-        let timeout_ns = transfer_timeout_ns(st.wire_ns, st.len, hw.caps.fifo_bytes);
-        let timing = if st.len == 0 {
-            // A CS window with no data (an embedded-hal transaction of delays only).
-            Ok(TransferTiming { started: None, completed: None })
-        } else if st.word_delay_ns > 0 {
-            run_word_by_word(hw, &mut data, &st, policy, timeout_ns, in_flight)
-        } else {
-            hw.ctlr().transfer(&mut data, st.bits, preloaded, completion, timeout_ns, in_flight)
-        }
-        .map_err(|f| match f {
-            ControllerFault::Timeout => SpiError::Timeout { index: i, waited_us: timeout_ns / 1_000 },
-            ControllerFault::Fault(reason) => SpiError::Controller { index: i, reason },
-        })?;
-        if let (Completion::Irq, Some(started), Some(done), 0) =
-            (completion, timing.started, timing.completed, st.word_delay_ns)
-        {
-            ctx.irq_cost.observe(done.ns_since(started.add_ns(st.wire_ns)));
-        }
+        let completed = shift(hw, ctx, i, st, &mut data, preloaded, in_flight)?;
         if st.len > 0 {
             ctx.stats.transfer(st.tx, st.rx, st.len);
         }
-        let needs_end = st.delay_after_ns > 0 || cfg.cs_hold_ns > 0;
-        let completed = match timing.completed {
-            Some(t) => t,
-            None if needs_end => now(),
-            None => Instant::ZERO,
-        };
-        wait_or_delay(policy, completed, st.delay_after_ns);
-        let last = i + 1 == n;
-        // Kernel cs_change: toggle CS after a middle transfer, keep it after the last one.
-        if st.cs_change != last {
-            wait_or_delay(policy, completed, cfg.cs_hold_ns);
-            let needs_stamp = cfg.cs_inactive_ns > 0 || (st.cs_change && !last);
-            let off = drive_cs(hw, &cfg.cs, false, needs_stamp)?;
-            if needs_stamp {
-                dev.last_cs_off.store(off.as_ns(), Ordering::Relaxed);
-            }
-            *cs_active = false;
-            if !policy.cs_deadlines {
-                // The kernel's spi_set_cs(false) waits cs_inactive itself,
-                // before any cs_change delay.
-                classic_delay_ns(u64::from(cfg.cs_inactive_ns));
-            }
-            if !last {
-                let gap = match (policy.cs_deadlines, st.cs_change_delay_ns) {
-                    (true, Some(d)) => d,
-                    (true, None) => cfg.cs_inactive_ns,
-                    (false, None | Some(0)) => KERNEL_CS_CHANGE_DEFAULT_NS,
-                    (false, Some(d)) => d,
-                };
-                wait_or_delay(policy, off, gap);
-            }
-        }
+        after_transfer(hw, dev, ctx.policy, st, completed, i + 1 == n, cs_active)?;
     }
     if *cs_active {
-        hw.cs_held = Some(HeldCs { device: dev.id, cs: cfg.cs.clone(), last_off: dev.last_cs_off.clone() });
+        hw.cs_held = Some(HeldCs { device: dev.id, cs: dev.cfg.cs.clone(), last_off: dev.last_cs_off.clone() });
+    }
+    Ok(())
+}
+
+/// Writes mode, clock and word size for `st` when they change (with policy
+/// `skip_redundant_setup` off, for every transfer).
+#[inline(always)]
+fn set_up(hw: &mut BusHw, cfg: &DeviceConfig, st: &Step, policy: &Policy) {
+    let setup = (cfg.mode, st.speed_hz, st.bits);
+    if !policy.skip_redundant_setup || hw.setup != Some(setup) {
+        hw.ctlr().configure(cfg.mode, st.speed_hz, st.bits);
+        hw.setup = Some(setup);
+    }
+}
+
+/// Selects `dev` for transfer `st`: loads the FIFO first (policy
+/// `preload_fifo`), waits out the device's CS inactive time, drives CS and
+/// waits its setup time. Returns the words preloaded.
+#[inline(always)]
+fn select(hw: &mut BusHw, dev: &DeviceState, policy: &Policy, st: &Step, data: &Data<'_>) -> Result<usize, SpiError> {
+    let cfg = &dev.cfg;
+    let mut preloaded = 0;
+    if policy.preload_fifo && st.word_delay_ns == 0 && st.len > 0 {
+        preloaded = hw.ctlr().preload(data, st.bits);
+    }
+    if policy.cs_deadlines && cfg.cs_inactive_ns > 0 {
+        let off = Instant::from_ns(dev.last_cs_off.load(Ordering::Relaxed));
+        wait_until(Deadline::after_ns_from(off, u64::from(cfg.cs_inactive_ns)));
+    }
+    let on = match drive_cs(hw, &cfg.cs, true, cfg.cs_setup_ns > 0) {
+        Ok(t) => t,
+        Err(e) => {
+            if preloaded > 0 {
+                hw.ctlr().discard_preload();
+            }
+            return Err(e);
+        }
+    };
+    wait_or_delay(policy, on, cfg.cs_setup_ns);
+    Ok(preloaded)
+}
+
+/// Shifts transfer `i` (`st`, with `preloaded` words already in the FIFO),
+/// polled or on the interrupt as the policy chooses; returns when the driver
+/// saw it complete, if it says.
+#[inline(always)]
+fn shift(
+    hw: &mut BusHw,
+    ctx: &ExecCtx<'_>,
+    i: usize,
+    st: &Step,
+    data: &mut Data<'_>,
+    preloaded: usize,
+    in_flight: &mut InFlight<'_>,
+) -> Result<Option<Instant>, SpiError> {
+    if st.len == 0 {
+        // A CS window with no data (an embedded-hal transaction of delays only).
+        return Ok(None);
+    }
+    let completion = choose_completion(ctx.policy, &hw.caps, st.wire_ns, ctx.irq_cost);
+    let timeout_ns = transfer_timeout_ns(st.wire_ns, st.len, hw.caps.fifo_bytes);
+    let timing = if st.word_delay_ns > 0 {
+        run_word_by_word(hw, data, st, ctx.policy, timeout_ns, in_flight)
+    } else {
+        hw.ctlr().transfer(data, st.bits, preloaded, completion, timeout_ns, in_flight)
+    }
+    .map_err(|f| transfer_error(f, i, timeout_ns))?;
+    if let (Completion::Irq, Some(started), Some(done), 0) =
+        (completion, timing.started, timing.completed, st.word_delay_ns)
+    {
+        ctx.irq_cost.observe(done.ns_since(started.add_ns(st.wire_ns)));
+    }
+    Ok(timing.completed)
+}
+
+#[cold]
+fn transfer_error(f: ControllerFault, index: usize, timeout_ns: u64) -> SpiError {
+    match f {
+        ControllerFault::Timeout => SpiError::Timeout { index, waited_us: timeout_ns / 1_000 },
+        ControllerFault::Fault(reason) => SpiError::Controller { index, reason },
+    }
+}
+
+/// After transfer `st` (seen complete at `completed`, if the driver says):
+/// its delay, then the kernel's `cs_change`: CS released after a middle
+/// transfer (with the device's hold time, and the gap before the next
+/// transfer), kept after the last one.
+#[inline(always)]
+fn after_transfer(
+    hw: &mut BusHw,
+    dev: &DeviceState,
+    policy: &Policy,
+    st: &Step,
+    completed: Option<Instant>,
+    last: bool,
+    cs_active: &mut bool,
+) -> Result<(), SpiError> {
+    let cfg = &dev.cfg;
+    let needs_end = st.delay_after_ns > 0 || cfg.cs_hold_ns > 0;
+    let completed = match completed {
+        Some(t) => t,
+        None if needs_end => now(),
+        None => Instant::ZERO,
+    };
+    wait_or_delay(policy, completed, st.delay_after_ns);
+    if st.cs_change == last {
+        return Ok(());
+    }
+    wait_or_delay(policy, completed, cfg.cs_hold_ns);
+    let needs_stamp = cfg.cs_inactive_ns > 0 || (st.cs_change && !last);
+    let off = drive_cs(hw, &cfg.cs, false, needs_stamp)?;
+    if needs_stamp {
+        dev.last_cs_off.store(off.as_ns(), Ordering::Relaxed);
+    }
+    *cs_active = false;
+    if !policy.cs_deadlines {
+        // The kernel's spi_set_cs(false) waits cs_inactive itself,
+        // before any cs_change delay.
+        classic_delay_ns(u64::from(cfg.cs_inactive_ns));
+    }
+    if !last {
+        let gap = match (policy.cs_deadlines, st.cs_change_delay_ns) {
+            (true, Some(d)) => d,
+            (true, None) => cfg.cs_inactive_ns,
+            (false, None | Some(0)) => KERNEL_CS_CHANGE_DEFAULT_NS,
+            (false, Some(d)) => d,
+        };
+        wait_or_delay(policy, off, gap);
     }
     Ok(())
 }

@@ -129,16 +129,24 @@ impl SpiDevice {
     pub fn sync(&self, transfers: &mut [Transfer<'_>]) -> Result<(), SpiError> {
         use plan::INLINE_STEPS;
         let (cfg, caps) = (&self.state.cfg, &self.bus.inner.caps);
-        if transfers.is_empty() || transfers.len() > INLINE_STEPS {
-            plan::validate(transfers, cfg, caps)?;
-            return self.bus.inner.sync(&self.state, transfers);
+        match transfers.len() {
+            1 => {
+                let step = plan::plan_step(0, &transfers[0], cfg, caps)?;
+                self.bus.inner.sync(&self.state, &mut exec::Planned { transfers, steps: std::slice::from_ref(&step) })
+            }
+            2..=INLINE_STEPS => {
+                let mut steps = [plan::Step::EMPTY; INLINE_STEPS];
+                for (i, t) in transfers.iter().enumerate() {
+                    steps[i] = plan::plan_step(i, t, cfg, caps)?;
+                }
+                let n = transfers.len();
+                self.bus.inner.sync(&self.state, &mut exec::Planned { transfers, steps: &steps[..n] })
+            }
+            _ => {
+                plan::validate(transfers, cfg, caps)?;
+                self.bus.inner.sync(&self.state, transfers)
+            }
         }
-        let mut steps = [plan::Step::EMPTY; INLINE_STEPS];
-        for (i, t) in transfers.iter().enumerate() {
-            steps[i] = plan::plan_step(i, t, cfg, caps)?;
-        }
-        let n = transfers.len();
-        self.bus.inner.sync(&self.state, &mut exec::Planned { transfers, steps: &steps[..n] })
     }
 
     /// Sends `tx`.

@@ -83,11 +83,13 @@ pub(crate) fn check_device(dev: &DeviceConfig, caps: &ControllerCaps) -> Result<
 }
 
 /// The data lines a transfer asks for, checked against the device's dual/quad flags.
-fn check_lines(index: usize, nbits: u8, dir: &'static str, dev: &DeviceConfig) -> Result<u8, InvalidMessage> {
-    use super::mode_flags::ModeFlags as F;
-    let (dual, quad) = if dir == "tx" { (F::TX_DUAL, F::TX_QUAD) } else { (F::RX_DUAL, F::RX_QUAD) };
+#[inline]
+fn check_lines(index: usize, nbits: u8, dir: Lines, dev: &DeviceConfig) -> Result<u8, InvalidMessage> {
+    if nbits <= 1 {
+        return Ok(1);
+    }
+    let (dual, quad) = dir.flags();
     let ok = match nbits {
-        0 | 1 => return Ok(1),
         2 => dev.flags.contains(dual) || dev.flags.contains(quad),
         4 => dev.flags.contains(quad),
         _ => false,
@@ -95,7 +97,31 @@ fn check_lines(index: usize, nbits: u8, dir: &'static str, dev: &DeviceConfig) -
     if ok {
         Ok(nbits)
     } else {
-        Err(InvalidMessage::UnsupportedLines { index, dir, nbits, device_flags: dev.flags })
+        Err(InvalidMessage::UnsupportedLines { index, dir: dir.name(), nbits, device_flags: dev.flags })
+    }
+}
+
+/// The direction whose data lines [`check_lines`] checks.
+#[derive(Clone, Copy)]
+enum Lines {
+    Tx,
+    Rx,
+}
+
+impl Lines {
+    fn flags(self) -> (super::ModeFlags, super::ModeFlags) {
+        use super::ModeFlags as F;
+        match self {
+            Lines::Tx => (F::TX_DUAL, F::TX_QUAD),
+            Lines::Rx => (F::RX_DUAL, F::RX_QUAD),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Lines::Tx => "tx",
+            Lines::Rx => "rx",
+        }
     }
 }
 
@@ -122,6 +148,7 @@ fn check_speed(index: Option<usize>, hz: u32, dev: &DeviceConfig, caps: &Control
 }
 
 /// Validates transfer `index` of a message for `dev` on a controller with `caps`.
+#[inline(always)]
 pub(crate) fn plan_step(
     index: usize,
     t: &Transfer<'_>,
@@ -140,20 +167,27 @@ pub(crate) fn plan_step(
             (a.len(), true, true)
         }
     };
-    let mut st = plan_shape(index, len, t.speed_hz, t.bits_per_word, dev, caps)?;
-    st.tx = tx;
-    st.rx = rx;
-    st.delay_after_ns = u64::from(t.delay_after_ns);
-    st.cs_change = t.cs_change;
-    st.cs_change_delay_ns = t.cs_change_delay_ns;
-    st.word_delay_ns = t.word_delay_ns;
-    st.tx_nbits = check_lines(index, t.tx_nbits, "tx", dev)?;
-    st.rx_nbits = check_lines(index, t.rx_nbits, "rx", dev)?;
-    Ok(st)
+    let shape = plan_shape(index, len, t.speed_hz, t.bits_per_word, dev, caps)?;
+    Ok(Step {
+        tx,
+        rx,
+        delay_after_ns: u64::from(t.delay_after_ns),
+        cs_change: t.cs_change,
+        cs_change_delay_ns: t.cs_change_delay_ns,
+        word_delay_ns: t.word_delay_ns,
+        tx_nbits: check_lines(index, t.tx_nbits, Lines::Tx, dev)?,
+        rx_nbits: check_lines(index, t.rx_nbits, Lines::Rx, dev)?,
+        ..shape
+    })
 }
 
 /// Validates a transfer of `len` bytes with optional speed and word-size
 /// overrides (0 = the device's); direction, delays and CS flags are left off.
+///
+/// `dev` is a device of the bus, checked against `caps` when it was created
+/// ([`check_device`]): its own speed and word size are valid, and only an
+/// override is checked again.
+#[inline(always)]
 pub(crate) fn plan_shape(
     index: usize,
     len: usize,
@@ -165,24 +199,41 @@ pub(crate) fn plan_shape(
     if len == 0 {
         return Err(InvalidMessage::EmptyTransfer { index });
     }
-    let speed_hz = if speed_override == 0 { dev.speed_hz } else { speed_override };
-    check_speed(Some(index), speed_hz, dev, caps)?;
-    let bits = if bits_override == 0 { dev.bits_per_word } else { bits_override };
-    check_bits(Some(index), bits, caps)?;
+    let speed_hz = if speed_override == 0 || speed_override == dev.speed_hz {
+        dev.speed_hz
+    } else {
+        check_speed(Some(index), speed_override, dev, caps)?;
+        speed_override
+    };
+    let bits = if bits_override == 0 || bits_override == dev.bits_per_word {
+        dev.bits_per_word
+    } else {
+        check_bits(Some(index), bits_override, caps)?;
+        bits_override
+    };
     let wb = word_bytes(bits);
     if !len.is_multiple_of(wb) {
         return Err(InvalidMessage::PartialWord { index, len, word_bytes: wb });
     }
-    let actual = u64::from(caps.actual_speed_hz(speed_hz).max(1));
-    let bits_on_wire = (len / wb) as u64 * u64::from(bits);
-    let wire_ns = match bits_on_wire.checked_mul(1_000_000_000) {
-        Some(bit_ns) => bit_ns.div_ceil(actual),
-        // Above ~2.3 GB: 128-bit arithmetic (a library call, kept off the usual path).
-        None => {
-            u64::try_from((u128::from(bits_on_wire) * 1_000_000_000).div_ceil(u128::from(actual))).unwrap_or(u64::MAX)
-        }
-    };
+    let wire_ns = wire_ns((len / wb) as u64 * u64::from(bits), caps.actual_speed_hz(speed_hz));
     Ok(Step { len, bits, speed_hz, wire_ns, ..Step::EMPTY })
+}
+
+/// How long `bits` take on the wire at `sclk_hz`, rounded up.
+#[inline]
+fn wire_ns(bits: u64, sclk_hz: u32) -> u64 {
+    let sclk_hz = u64::from(sclk_hz.max(1));
+    match bits.checked_mul(1_000_000_000) {
+        Some(bit_ns) => bit_ns.div_ceil(sclk_hz),
+        None => wire_ns_of_gigabytes(bits, sclk_hz),
+    }
+}
+
+/// [`wire_ns`] above ~2.3 GB: 128-bit arithmetic (a library call, kept off the usual path).
+#[cold]
+#[inline(never)]
+fn wire_ns_of_gigabytes(bits: u64, sclk_hz: u64) -> u64 {
+    u64::try_from((u128::from(bits) * 1_000_000_000).div_ceil(u128::from(sclk_hz))).unwrap_or(u64::MAX)
 }
 
 /// Validates a whole message; nothing is sent unless every transfer is valid.

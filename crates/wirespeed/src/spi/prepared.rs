@@ -259,6 +259,16 @@ impl MessageSource for PreparedMessage {
     fn data(&mut self, i: usize) -> Data<'_> {
         self.transfers[i].buffers.data()
     }
+    #[inline]
+    fn transfer<'a>(
+        &'a mut self,
+        i: usize,
+        _dev: &DeviceConfig,
+        _caps: &ControllerCaps,
+        _scratch: &'a mut Option<Step>,
+    ) -> Result<(&'a Step, Data<'a>), InvalidMessage> {
+        Ok((&self.steps[i], self.transfers[i].buffers.data()))
+    }
     fn backend_plan(&mut self) -> Option<&mut (dyn std::any::Any + Send)> {
         self.backend_plan.as_deref_mut()
     }

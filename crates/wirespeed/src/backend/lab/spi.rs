@@ -67,6 +67,31 @@ fn tx_of<'a>(data: &'a Data<'_>) -> Option<&'a [u8]> {
     }
 }
 
+fn rx_of<'a>(data: &'a mut Data<'_>) -> Option<&'a mut [u8]> {
+    match data {
+        Data::Read(b) | Data::InPlace(b) | Data::Duplex(_, b) => Some(b),
+        Data::Write(_) => None,
+    }
+}
+
+/// A transfer's time limit. The clock is read only when the driver first
+/// has to wait: a burst that is done at its first status read (a short
+/// transfer on a fast wire) costs no clock read for its timeout.
+struct Timeout {
+    ns: u64,
+    deadline: Option<Deadline>,
+}
+
+impl Timeout {
+    fn new(ns: u64) -> Timeout {
+        Timeout { ns, deadline: None }
+    }
+
+    fn deadline(&mut self) -> Deadline {
+        *self.deadline.get_or_insert_with(|| Deadline::after_ns(self.ns))
+    }
+}
+
 impl LabSpi {
     /// Takes over a lab WSPI block: enables it and reads its capabilities.
     pub fn new(block: SpiController) -> LabSpi {
@@ -105,14 +130,16 @@ impl LabSpi {
         self.fifo_bytes / wb
     }
 
-    /// Pushes words `from..to` of `tx` (zeros for a read) into the TX FIFO.
-    fn push(&mut self, tx: Option<&[u8]>, from: usize, to: usize, wb: usize) {
-        if from >= to {
+    /// Pushes words `words` of `tx` (zeros for a read) into the TX FIFO.
+    fn push(&mut self, tx: Option<&[u8]>, words: Range<usize>, wb: usize) {
+        if words.is_empty() {
             return;
         }
         self.words_buf.clear();
-        for i in from..to {
-            self.words_buf.push(tx.map_or(0, |b| tx_word(b, i, wb)));
+        match tx {
+            None => self.words_buf.resize(words.len(), 0),
+            Some(b) if wb == 1 => self.words_buf.extend(b[words].iter().map(|&x| u32::from(x))),
+            Some(b) => self.words_buf.extend(words.map(|i| tx_word(b, i, wb))),
         }
         self.block.write_fifo(&self.words_buf);
     }
@@ -128,7 +155,7 @@ impl LabSpi {
         wb: usize,
         preloaded: usize,
         completion: Completion,
-        deadline: Deadline,
+        timeout: &mut Timeout,
         in_flight: &mut InFlight<'_>,
     ) -> Result<TransferTiming, ControllerFault> {
         let (from, end) = (words.start, words.end);
@@ -136,9 +163,8 @@ impl LabSpi {
         let mut pushed = from + preloaded;
         if preloaded == 0 {
             self.block.write(regs::XFERLEN, (end - from) as u32);
-            let first = (from + depth).min(end);
-            self.push(tx_of(data), from, first, wb);
-            pushed = first;
+            pushed = (from + depth).min(end);
+            self.push(tx_of(data), from..pushed, wb);
         }
         let irq = completion == Completion::Irq;
         if irq {
@@ -151,43 +177,24 @@ impl LabSpi {
         let mut popped = from;
         let mut spins = 0u32;
         while popped < end {
-            if irq && !self.block.irq().wait(Some(Duration::from_nanos(deadline.remaining_ns()))) {
-                self.abort();
-                return Err(ControllerFault::Timeout);
+            if irq && !self.block.irq().wait(Some(Duration::from_nanos(timeout.deadline().remaining_ns()))) {
+                return Err(self.fail(ControllerFault::Timeout));
             }
-            let status = self.block.read(regs::STATUS);
-            if status & regs::STATUS_ERR != 0 {
-                self.abort();
-                return Err(ControllerFault::Fault("FIFO error or refused start (STATUS.ERR)"));
-            }
+            let status = self.status()?;
             let rx = regs::rx_level(status) as usize;
             if rx > 0 {
-                self.drain(data, popped, rx, wb);
+                self.drain(data, popped..popped + rx, wb);
                 popped += rx;
             }
             if pushed < end {
-                let in_flight = pushed - popped;
-                let room = depth.saturating_sub(regs::tx_level(status) as usize).min(depth - in_flight.min(depth));
-                let to = (pushed + room).min(end);
-                if to > pushed {
-                    // RX words stored so far lie before `popped` ≤ `pushed`, so an
-                    // in-place buffer's bytes from `pushed` on are still TX data.
-                    self.push(tx_of(data), pushed, to, wb);
-                    pushed = to;
-                }
+                pushed = self.refill(data, pushed, popped, end, status, wb);
             }
             if irq {
                 if popped < end {
                     self.block.write(regs::RXTHR, (end - popped).min(depth / 2).max(1) as u32);
                 }
             } else if rx == 0 {
-                spins = spins.wrapping_add(1);
-                // The status read paces the loop; a pause hint would only
-                // delay noticing the last word.
-                if spins.is_multiple_of(256) && deadline.is_past() {
-                    self.abort();
-                    return Err(ControllerFault::Timeout);
-                }
+                self.idle(&mut spins, timeout)?;
             }
         }
         if irq {
@@ -196,13 +203,91 @@ impl LabSpi {
         Ok(TransferTiming { started, completed: irq.then(now) })
     }
 
-    fn drain(&self, data: &mut Data<'_>, from: usize, count: usize, wb: usize) {
-        for i in from..from + count {
-            let w = self.block.read(regs::RXDATA);
-            match data {
-                Data::Read(b) | Data::InPlace(b) => rx_store(b, i, wb, w),
-                Data::Duplex(_, r) => rx_store(r, i, wb, w),
-                Data::Write(_) => {}
+    /// Shifts `n` words whose TX words are all in the FIFO already, polled:
+    /// starts the burst and pops the words as they come back.
+    fn shift_preloaded(
+        &mut self,
+        data: &mut Data<'_>,
+        n: usize,
+        wb: usize,
+        timeout: &mut Timeout,
+        in_flight: &mut InFlight<'_>,
+    ) -> Result<TransferTiming, ControllerFault> {
+        self.block.write(regs::START, regs::START_GO);
+        in_flight.run();
+        let (mut popped, mut spins) = (0, 0);
+        while popped < n {
+            let rx = regs::rx_level(self.status()?) as usize;
+            if rx > 0 {
+                self.drain(data, popped..popped + rx, wb);
+                popped += rx;
+            } else {
+                self.idle(&mut spins, timeout)?;
+            }
+        }
+        Ok(TransferTiming { started: None, completed: None })
+    }
+
+    /// Reads `STATUS`; a FIFO error or a refused start aborts the burst.
+    #[inline]
+    fn status(&mut self) -> Result<u32, ControllerFault> {
+        let status = self.block.read(regs::STATUS);
+        if status & regs::STATUS_ERR != 0 {
+            return Err(self.fail(ControllerFault::Fault("FIFO error or refused start (STATUS.ERR)")));
+        }
+        Ok(status)
+    }
+
+    /// A polled burst found nothing to do. The status read paces the loop;
+    /// a pause hint would only delay noticing the last word. The first idle
+    /// poll starts the timeout, every 256th checks it.
+    #[inline]
+    fn idle(&mut self, spins: &mut u32, timeout: &mut Timeout) -> Result<(), ControllerFault> {
+        *spins = spins.wrapping_add(1);
+        if *spins % 256 == 1 && timeout.deadline().is_past() {
+            return Err(self.fail(ControllerFault::Timeout));
+        }
+        Ok(())
+    }
+
+    /// Pushes as many of words `pushed..end` as the TX FIFO has room for
+    /// (`popped` words have come back); returns the new `pushed`.
+    fn refill(&mut self, data: &Data<'_>, pushed: usize, popped: usize, end: usize, status: u32, wb: usize) -> usize {
+        let depth = self.depth(wb);
+        let in_flight = pushed - popped;
+        let room = depth.saturating_sub(regs::tx_level(status) as usize).min(depth - in_flight.min(depth));
+        let to = (pushed + room).min(end);
+        // RX words stored so far lie before `popped` ≤ `pushed`, so an
+        // in-place buffer's bytes from `pushed` on are still TX data.
+        self.push(tx_of(data), pushed..to, wb);
+        to
+    }
+
+    /// Aborts the burst after `fault`.
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, fault: ControllerFault) -> ControllerFault {
+        self.abort();
+        fault
+    }
+
+    /// Pops words `words` from the RX FIFO into `data` (dropped for a write).
+    fn drain(&self, data: &mut Data<'_>, words: Range<usize>, wb: usize) {
+        match rx_of(data) {
+            Some(buf) if wb == 1 => {
+                for b in &mut buf[words] {
+                    *b = self.block.read(regs::RXDATA) as u8;
+                }
+            }
+            Some(buf) => {
+                for i in words {
+                    rx_store(buf, i, wb, self.block.read(regs::RXDATA));
+                }
+            }
+            None => {
+                for _ in words {
+                    self.block.read(regs::RXDATA);
+                }
             }
         }
     }
@@ -236,7 +321,7 @@ impl Controller for LabSpi {
         let words = (data.len() / wb).min(MAX_BURST_WORDS);
         let n = words.min(self.depth(wb));
         self.block.write(regs::XFERLEN, words as u32);
-        self.push(tx_of(data), 0, n, wb);
+        self.push(tx_of(data), 0..n, wb);
         self.preloaded = n;
         n
     }
@@ -266,15 +351,18 @@ impl Controller for LabSpi {
     ) -> Result<TransferTiming, ControllerFault> {
         let wb = word_bytes(bits);
         let n = data.len() / wb;
-        let deadline = Deadline::after_ns(timeout_ns);
+        let mut timeout = Timeout::new(timeout_ns);
         let mut preloaded = preloaded.min(self.preloaded);
         self.preloaded = 0;
+        if preloaded == n && completion == Completion::Poll {
+            return self.shift_preloaded(data, n, wb, &mut timeout, in_flight);
+        }
         let mut timing = TransferTiming { started: None, completed: None };
         let mut from = 0;
         // CS stays active between bursts: a longer transfer only pauses SCLK.
         while from < n {
             let to = (from + MAX_BURST_WORDS).min(n);
-            let burst = self.burst(data, from..to, wb, preloaded, completion, deadline, in_flight)?;
+            let burst = self.burst(data, from..to, wb, preloaded, completion, &mut timeout, in_flight)?;
             timing.started = timing.started.or(burst.started);
             timing.completed = burst.completed;
             preloaded = 0;

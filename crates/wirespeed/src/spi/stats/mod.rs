@@ -74,107 +74,120 @@ impl Stats {
         }
     }
 
-    #[inline]
-    fn with_shard(&self, f: impl FnOnce(&Shard)) {
-        let mut f = Some(f);
-        let done = SHARDS.try_with(|cell| {
-            let f = f.take().expect("runs once");
-            let mut v = cell.borrow_mut();
-            if let Some((_, s)) = v.iter().find(|(id, _)| *id == self.id) {
+    /// Runs `f` on this thread's shard (made on first use).
+    #[inline(always)]
+    fn with_shard(&self, f: impl Fn(&Shard)) {
+        let found = SHARDS.try_with(|cell| match cell.borrow().iter().find(|(id, _)| *id == self.id) {
+            Some((_, s)) => {
                 f(s);
-                return;
+                true
             }
+            None => false,
+        });
+        if found != Ok(true) {
+            self.with_new_shard(f);
+        }
+    }
+
+    /// [`with_shard`](Self::with_shard) on a thread that has no shard yet.
+    #[cold]
+    #[inline(never)]
+    fn with_new_shard(&self, f: impl Fn(&Shard)) {
+        let s = Arc::new(Shard::default());
+        f(&s);
+        self.shards.lock().unwrap_or_else(|e| e.into_inner()).push(s.clone());
+        // The thread may be exiting, its shards gone (a message sent from a
+        // thread-local's destructor): then the bus's list alone keeps the shard.
+        let _ = SHARDS.try_with(|cell| {
+            let mut v = cell.borrow_mut();
             // Shards of dropped buses are held by this list alone: let them go
             // before adding one, so a thread that opens bus after bus keeps
             // neither their memory nor a longer search.
             v.retain(|(_, s)| Arc::strong_count(s) > 1);
-            let s = Arc::new(Shard::default());
-            self.shards.lock().unwrap_or_else(|e| e.into_inner()).push(s.clone());
-            f(&s);
             v.push((self.id, s));
         });
-        if done.is_err() {
-            // The thread is exiting and its shards are gone (a message sent
-            // from a thread-local's destructor): a shard for this update alone.
-            let s = Arc::new(Shard::default());
-            if let Some(f) = f.take() {
-                f(&s);
-            }
-            self.shards.lock().unwrap_or_else(|e| e.into_inner()).push(s);
-        }
     }
 
     /// Records one transfer of `len` bytes.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn transfer(&self, tx: bool, rx: bool, len: usize) {
+        if !self.lockfree {
+            return self.transfer_locked(tx, rx, len);
+        }
         let bucket = histogram::size_bucket(len);
-        if self.lockfree {
-            self.with_shard(|s| {
-                s.bump(Counter::Transfers, 1);
-                if tx {
-                    s.bump(Counter::BytesTx, len as u64);
-                }
-                if rx {
-                    s.bump(Counter::BytesRx, len as u64);
-                }
-                s.bump_size(bucket);
-            });
-        } else {
-            // The kernel kept the same counters twice, for the controller and
-            // for the device, each under its own spinlock
-            // (spi_statistics_add_transfer_stats on both).
-            for copy in &self.locked {
-                let mut l = copy.lock().unwrap_or_else(|e| e.into_inner());
-                l.transfers += 1;
-                if tx {
-                    l.bytes_tx += len as u64;
-                }
-                if rx {
-                    l.bytes_rx += len as u64;
-                }
-                l.size_histogram[bucket] += 1;
+        self.with_shard(move |s| {
+            s.bump(Counter::Transfers, 1);
+            if tx {
+                s.bump(Counter::BytesTx, len as u64);
             }
+            if rx {
+                s.bump(Counter::BytesRx, len as u64);
+            }
+            s.bump_size(bucket);
+        });
+    }
+
+    /// [`transfer`](Self::transfer) in the kernel's way: the same counters
+    /// twice, for the controller and for the device, each under its own
+    /// spinlock (spi_statistics_add_transfer_stats on both).
+    #[inline(never)]
+    fn transfer_locked(&self, tx: bool, rx: bool, len: usize) {
+        let bucket = histogram::size_bucket(len);
+        for copy in &self.locked {
+            let mut l = copy.lock().unwrap_or_else(|e| e.into_inner());
+            l.transfers += 1;
+            if tx {
+                l.bytes_tx += len as u64;
+            }
+            if rx {
+                l.bytes_rx += len as u64;
+            }
+            l.size_histogram[bucket] += 1;
         }
     }
 
     /// Records a finished message.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn message(&self, r: MessageRecord) {
-        if self.lockfree {
-            self.with_shard(|s| {
-                s.bump(Counter::Messages, 1);
-                if r.immediate {
-                    s.bump(Counter::SyncImmediate, 1);
-                } else {
-                    s.bump(Counter::Queued, 1);
-                }
-                if !r.ok {
-                    s.bump(Counter::Errors, 1);
-                }
-                if r.timeout {
-                    s.bump(Counter::Timeouts, 1);
-                }
-                s.record_latency(r.latency_ns);
-            });
-        } else {
-            // 5.18 incremented its fields in both copies, one spinlock round
-            // trip each: a sync message run at once takes spi_sync and
-            // spi_sync_immediate (__spi_sync), then messages
-            // (spi_transfer_one_message); a queued one spi_async (or spi_sync)
-            // and messages. Our own counters ride in the same round trips.
-            for copy in &self.locked {
-                if r.immediate {
-                    drop(copy.lock().unwrap_or_else(|e| e.into_inner())); // spi_sync
-                    copy.lock().unwrap_or_else(|e| e.into_inner()).sync_immediate += 1;
-                } else {
-                    copy.lock().unwrap_or_else(|e| e.into_inner()).queued += 1;
-                }
-                let mut l = copy.lock().unwrap_or_else(|e| e.into_inner());
-                l.messages += 1;
-                l.errors += u64::from(!r.ok);
-                l.timeouts += u64::from(r.timeout);
-                l.latency.record(r.latency_ns);
+        if !self.lockfree {
+            return self.message_locked(r);
+        }
+        self.with_shard(move |s| {
+            s.bump(Counter::Messages, 1);
+            if r.immediate {
+                s.bump(Counter::SyncImmediate, 1);
+            } else {
+                s.bump(Counter::Queued, 1);
             }
+            if !r.ok {
+                s.bump(Counter::Errors, 1);
+            }
+            if r.timeout {
+                s.bump(Counter::Timeouts, 1);
+            }
+            s.record_latency(r.latency_ns);
+        });
+    }
+
+    /// [`message`](Self::message) in 5.18's way: its fields incremented in
+    /// both copies, one spinlock round trip each. A sync message run at once
+    /// takes spi_sync and spi_sync_immediate (__spi_sync), then messages
+    /// (spi_transfer_one_message); a queued one spi_async (or spi_sync) and
+    /// messages. Our own counters ride in the same round trips.
+    #[inline(never)]
+    fn message_locked(&self, r: MessageRecord) {
+        for copy in &self.locked {
+            if r.immediate {
+                drop(copy.lock().unwrap_or_else(|e| e.into_inner())); // spi_sync
+                copy.lock().unwrap_or_else(|e| e.into_inner()).sync_immediate += 1;
+            } else {
+                copy.lock().unwrap_or_else(|e| e.into_inner()).queued += 1;
+            }
+            let mut l = copy.lock().unwrap_or_else(|e| e.into_inner());
+            l.messages += 1;
+            l.errors += u64::from(!r.ok);
+            l.timeouts += u64::from(r.timeout);
+            l.latency.record(r.latency_ns);
         }
     }
 

@@ -23,7 +23,7 @@ const COUNTERS: usize = 8;
 pub(super) struct Shard {
     counters: [AtomicU64; COUNTERS],
     sizes: [AtomicU64; SIZE_BUCKETS],
-    latency: Box<[AtomicU64]>,
+    latency: Box<[AtomicU64; LATENCY_BUCKETS]>,
 }
 
 impl std::fmt::Debug for Shard {
@@ -37,7 +37,7 @@ impl Default for Shard {
         Shard {
             counters: Default::default(),
             sizes: Default::default(),
-            latency: (0..LATENCY_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            latency: Box::new(std::array::from_fn(|_| AtomicU64::new(0))),
         }
     }
 }
