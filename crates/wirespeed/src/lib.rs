@@ -8,6 +8,8 @@
 //! - [`regmap`]: register maps with caches over any bus.
 //! - [`spi`]: the SPI core — buses, devices, messages, policies.
 //! - [`gpio`]: GPIO chips and lines, edge events, removal-safe handles.
+//! - [`dma`]: DMA buffers, IOMMU domains (none, identity, strict, lazy),
+//!   IOVA allocators with per-thread magazines, scatter-gather.
 //!
 //! Backends: the emulated lab (feature `lab`, the default) and Linux (feature `linux`).
 
@@ -15,6 +17,7 @@ pub use wirespeed_time as time;
 
 pub mod backend;
 pub mod delay;
+pub mod dma;
 pub mod gpio;
 #[cfg(feature = "linux")]
 pub mod linux;

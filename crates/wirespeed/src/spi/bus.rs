@@ -35,6 +35,8 @@ use wirespeed_time::{now, Instant};
 pub(crate) struct BusInner {
     pub hw: Mutex<BusHw>,
     pub caps: ControllerCaps,
+    /// The controller's DMA engine, if it has one (prepared messages map their buffers in it).
+    pub dma: Option<super::controller::DmaSupport>,
     /// A message-level backend's planner (None on controller-level buses).
     pub planner: Option<std::sync::Arc<dyn MessagePlanner>>,
     pub policy: Policy,
@@ -344,9 +346,15 @@ impl Bus {
         planner: Option<std::sync::Arc<dyn MessagePlanner>>,
         policy: Policy,
     ) -> Result<Bus, BusStartError> {
+        let dma = match &face {
+            Face::Controller(c) => c.dma(),
+            Face::Messages(_) => None,
+        };
+        let hw = BusHw { face, caps: caps.clone(), dma: dma.clone(), setup: None, powered: true, cs_held: None, transfer: 0 };
         let inner = Arc::new(BusInner {
-            hw: Mutex::new(BusHw { face, caps: caps.clone(), setup: None, powered: true, cs_held: None, transfer: 0 }),
+            hw: Mutex::new(hw),
             caps,
+            dma,
             planner,
             stats: Stats::new(policy.lockfree_stats),
             policy,

@@ -23,7 +23,9 @@
 
 use super::mode_flags::ModeFlags;
 use super::transfer::{Data, Mode};
+use crate::dma::DmaDomain;
 use std::fmt;
+use std::sync::Arc;
 use wirespeed_time::Instant;
 
 /// How the controller derives SCLK from a requested speed.
@@ -102,6 +104,36 @@ pub enum Completion {
     Poll,
     /// Sleep on the controller's interrupt: the CPU is free, a wake-up is paid.
     Irq,
+    /// Sleep until just before the transfer's predicted end (its wire time
+    /// from the clock the driver set, less the thread's wake-up margin),
+    /// then poll the rest: the CPU is free for most of a long transfer and
+    /// no wake-up lands after its end. An error interrupt still ends the
+    /// sleep early. A driver that cannot predict the end treats it as [`Irq`](Completion::Irq).
+    Timed,
+}
+
+/// A controller's DMA engine as the core sees it.
+#[derive(Clone, Debug)]
+pub struct DmaSupport {
+    /// The domain the engine's addresses are translated in: the core maps
+    /// transfer buffers in it.
+    pub domain: Arc<DmaDomain>,
+    /// Transfers of at least this many bytes go by DMA, shorter ones by PIO
+    /// (the kernel's `can_dma`; drivers use their FIFO size, since a
+    /// transfer that fits the FIFO needs no refill and no mapping).
+    pub min_len: usize,
+}
+
+/// Device addresses of a transfer's buffers, mapped in the controller's
+/// [`DmaSupport::domain`]: `tx` is read by the engine, `rx` written (the
+/// same address for an in-place transfer). `None`: zeros are sent, or what
+/// is received is dropped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DmaAddrs {
+    /// Where the engine reads the words to send.
+    pub tx: Option<u64>,
+    /// Where the engine writes the words received.
+    pub rx: Option<u64>,
 }
 
 /// When a transfer ran, as the driver saw it.
@@ -162,6 +194,12 @@ pub enum ControllerFault {
     Timeout,
     /// The controller flagged an error.
     Fault(&'static str),
+    /// The DMA engine met an address its IOMMU does not map (or maps
+    /// without the access it needed): the transfer stopped there.
+    DmaFault {
+        /// The device address of the access.
+        device_addr: u64,
+    },
 }
 
 impl fmt::Display for ControllerFault {
@@ -169,6 +207,9 @@ impl fmt::Display for ControllerFault {
         match self {
             ControllerFault::Timeout => write!(f, "timeout"),
             ControllerFault::Fault(r) => write!(f, "{r}"),
+            ControllerFault::DmaFault { device_addr } => {
+                write!(f, "DMA fault at device address {device_addr:#x} (not mapped for that access)")
+            }
         }
     }
 }
@@ -210,6 +251,33 @@ pub trait Controller: Send + 'static {
     ) -> Result<TransferTiming, ControllerFault>;
     /// Powers the block up (waiting until it is ready) or down (idle teardown).
     fn set_power(&mut self, on: bool);
+    /// The controller's DMA engine, if it has one. Asked once, when the bus
+    /// is made; the default has none (PIO only).
+    fn dma(&self) -> Option<DmaSupport> {
+        None
+    }
+    /// Shifts a transfer of `len` bytes by DMA from and to `addrs`, waiting
+    /// for completion as [`transfer`](Controller::transfer) does. Called
+    /// only for transfers of at least [`DmaSupport::min_len`] bytes, with
+    /// no preload. The default refuses (a driver without DMA is never asked).
+    ///
+    /// # Safety
+    /// `addrs` are mapped in the domain of [`dma`](Controller::dma) for
+    /// `len` bytes with the access each needs, and stay mapped until this
+    /// returns. The driver returns only once the engine has stopped (done,
+    /// faulted, or reset).
+    unsafe fn transfer_dma(
+        &mut self,
+        len: usize,
+        bits: u8,
+        addrs: DmaAddrs,
+        completion: Completion,
+        timeout_ns: u64,
+        in_flight: &mut InFlight<'_>,
+    ) -> Result<TransferTiming, ControllerFault> {
+        let _ = (len, bits, addrs, completion, timeout_ns, in_flight);
+        Err(ControllerFault::Fault("this controller has no DMA engine"))
+    }
 }
 
 /// Capabilities of a plain controller for unit tests: up to 100 MHz from a

@@ -232,6 +232,22 @@ pub enum SpiError {
     /// A message-level backend (Linux spidev) failed the message: what the
     /// system said and what to do about it.
     Backend(BackendError),
+    /// The controller's DMA engine met an address the IOMMU does not map
+    /// for that access: the transfer stopped there and the controller was reset.
+    DmaFault {
+        /// Index of the transfer.
+        index: usize,
+        /// The device address (IOVA) of the access.
+        device_addr: u64,
+    },
+    /// A transfer's buffers could not be mapped for DMA (or unmapped after
+    /// it): nothing was sent if the map failed.
+    Dma {
+        /// Index of the transfer.
+        index: usize,
+        /// What the DMA layer said.
+        reason: String,
+    },
 }
 
 /// What went wrong below a message-level backend (the kernel, for spidev).
@@ -327,6 +343,11 @@ impl fmt::Display for SpiError {
                  run the message through the BusLock (lock.sync or lock.run) or drop the lock first"
             ),
             SpiError::Backend(e) => write!(f, "{e}"),
+            SpiError::DmaFault { index, device_addr } => write!(
+                f,
+                "transfer {index}: DMA fault at device address {device_addr:#x}: the IOMMU does not map it for that access"
+            ),
+            SpiError::Dma { index, reason } => write!(f, "transfer {index}: DMA mapping: {reason}"),
         }
     }
 }

@@ -4,7 +4,10 @@
 //!
 //! Chip select is always released when a transfer fails, whatever the policy.
 
-use super::controller::{Completion, Controller, ControllerCaps, ControllerFault, InFlight, TransferTiming};
+use super::controller::{
+    Completion, Controller, ControllerCaps, ControllerFault, DmaAddrs, DmaSupport, InFlight, TransferTiming,
+};
+use super::dma_map::TransferMapping;
 use super::device::{ChipSelect, DeviceConfig};
 use super::error::{InvalidMessage, SpiError};
 use super::message::{MessageBackend, MessageView};
@@ -53,6 +56,8 @@ pub(crate) enum Face {
 pub(crate) struct BusHw {
     pub face: Face,
     pub caps: ControllerCaps,
+    /// The controller's DMA engine: transfers of at least its `min_len` go by DMA.
+    pub dma: Option<DmaSupport>,
     pub setup: Option<(Mode, u32, u8)>,
     pub powered: bool,
     /// A device whose CS was left active by `cs_change` on a message's last transfer.
@@ -109,6 +114,13 @@ pub(crate) trait MessageSource {
     fn backend_plan(&mut self) -> Option<&mut (dyn Any + Send)> {
         None
     }
+    /// Transfer `i`'s buffers, mapped for DMA when the message was prepared
+    /// (policy `premapped_dma`); `None`: the executor maps them if the
+    /// transfer goes by DMA.
+    fn dma_addrs(&self, i: usize) -> Option<DmaAddrs> {
+        let _ = i;
+        None
+    }
 }
 
 /// Adapts `&mut M` (possibly unsized) to a sized `dyn MessageSource`.
@@ -126,6 +138,9 @@ impl<M: MessageSource + ?Sized> MessageSource for MsgRef<'_, M> {
     }
     fn backend_plan(&mut self) -> Option<&mut (dyn Any + Send)> {
         self.0.backend_plan()
+    }
+    fn dma_addrs(&self, i: usize) -> Option<DmaAddrs> {
+        self.0.dma_addrs(i)
     }
 }
 
@@ -218,6 +233,8 @@ fn wait_or_delay(policy: &Policy, from: Instant, ns: impl Into<u64>) {
 fn choose_completion(policy: &Policy, caps: &ControllerCaps, wire_ns: u64, irq_cost: &IrqCost) -> Completion {
     if !caps.has_irq {
         Completion::Poll
+    } else if policy.timed_completion && caps.can_poll && is_long(wire_ns) {
+        Completion::Timed
     } else if !caps.can_poll || !policy.adaptive_completion {
         Completion::Irq
     } else if wire_ns < policy.poll_below_ns.unwrap_or_else(|| irq_cost.get_ns()) {
@@ -225,6 +242,15 @@ fn choose_completion(policy: &Policy, caps: &ControllerCaps, wire_ns: u64, irq_c
     } else {
         Completion::Irq
     }
+}
+
+/// Whether a transfer is long enough to sleep through: longer than the
+/// delay layer's spin threshold, below which a delay spins too.
+#[inline]
+fn is_long(wire_ns: u64) -> bool {
+    // No sleep pays below this; it spares short transfers the threshold's atomic load.
+    const NEVER_BELOW_NS: u64 = 20_000;
+    wire_ns >= NEVER_BELOW_NS && u128::from(wire_ns) >= wirespeed_time::spin_threshold().as_nanos()
 }
 
 /// Powers the controller up if idle teardown powered it down. Returns true if
@@ -369,17 +395,23 @@ fn run_steps<M: MessageSource + ?Sized>(
     let mut scratch = None;
     for i in 0..n {
         hw.transfer = i;
+        let premapped = msg.dma_addrs(i);
         let (st, mut data) = msg.transfer(i, &dev.cfg, &hw.caps, &mut scratch)?;
+        let by_dma = hw.dma.as_ref().is_some_and(|d| st.len >= d.min_len && st.word_delay_ns == 0);
         set_up(hw, &dev.cfg, st, ctx.policy);
         let mut preloaded = 0;
         if !*cs_active {
-            preloaded = select(hw, dev, ctx.policy, st, &data)?;
+            preloaded = select(hw, dev, ctx.policy, st, &data, !by_dma)?;
             *cs_active = true;
         }
         if st.delay_before_ns > 0 {
             wait_or_delay(ctx.policy, now(), st.delay_before_ns);
         }
-        let completed = shift(hw, ctx, i, st, &mut data, preloaded, in_flight)?;
+        let completed = if by_dma {
+            shift_dma(hw, ctx, i, st, &mut data, premapped, in_flight)?
+        } else {
+            shift(hw, ctx, i, st, &mut data, preloaded, in_flight)?
+        };
         if st.len > 0 {
             ctx.stats.transfer(st.tx, st.rx, st.len);
         }
@@ -406,10 +438,17 @@ fn set_up(hw: &mut BusHw, cfg: &DeviceConfig, st: &Step, policy: &Policy) {
 /// `preload_fifo`), waits out the device's CS inactive time, drives CS and
 /// waits its setup time. Returns the words preloaded.
 #[inline(always)]
-fn select(hw: &mut BusHw, dev: &DeviceState, policy: &Policy, st: &Step, data: &Data<'_>) -> Result<usize, SpiError> {
+fn select(
+    hw: &mut BusHw,
+    dev: &DeviceState,
+    policy: &Policy,
+    st: &Step,
+    data: &Data<'_>,
+    may_preload: bool,
+) -> Result<usize, SpiError> {
     let cfg = &dev.cfg;
     let mut preloaded = 0;
-    if policy.preload_fifo && st.word_delay_ns == 0 && st.len > 0 {
+    if may_preload && policy.preload_fifo && st.word_delay_ns == 0 && st.len > 0 {
         preloaded = hw.ctlr().preload(data, st.bits);
     }
     if policy.cs_deadlines && cfg.cs_inactive_ns > 0 {
@@ -462,11 +501,48 @@ fn shift(
     Ok(timing.completed)
 }
 
+/// Shifts transfer `i` by DMA: its buffers mapped now and unmapped after
+/// (or mapped when the message was prepared: `premapped`).
+fn shift_dma(
+    hw: &mut BusHw,
+    ctx: &ExecCtx<'_>,
+    i: usize,
+    st: &Step,
+    data: &mut Data<'_>,
+    premapped: Option<DmaAddrs>,
+    in_flight: &mut InFlight<'_>,
+) -> Result<Option<Instant>, SpiError> {
+    let completion = choose_completion(ctx.policy, &hw.caps, st.wire_ns, ctx.irq_cost);
+    let timeout_ns = transfer_timeout_ns(st.wire_ns, st.len, hw.caps.fifo_bytes);
+    let domain = match &hw.dma {
+        Some(d) => d.domain.clone(),
+        None => unreachable!("shift_dma runs only on a bus with DMA"),
+    };
+    let fresh = match premapped {
+        Some(_) => None,
+        // SAFETY: `data` borrows the buffers until this returns, after the
+        // unmap below; the driver returns only once the engine has stopped.
+        None => Some(unsafe { TransferMapping::map(&domain, data) }.map_err(|reason| SpiError::Dma { index: i, reason })?),
+    };
+    let addrs = premapped.unwrap_or_else(|| fresh.as_ref().map(TransferMapping::addrs).unwrap_or_default());
+    // SAFETY: `addrs` are mapped in the controller's domain for `st.len`
+    // bytes with the access each needs, and stay mapped until after this call.
+    let timing = unsafe { hw.ctlr().transfer_dma(st.len, st.bits, addrs, completion, timeout_ns, in_flight) };
+    let unmapped = fresh.map_or(Ok(()), |m| m.unmap(&domain));
+    let timing = timing.map_err(|f| transfer_error(f, i, timeout_ns))?;
+    unmapped.map_err(|reason| SpiError::Dma { index: i, reason })?;
+    if let (Completion::Irq, Some(started), Some(done)) = (completion, timing.started, timing.completed) {
+        ctx.irq_cost.observe(done.ns_since(started.add_ns(st.wire_ns)));
+    }
+    Ok(timing.completed)
+}
+
 #[cold]
 fn transfer_error(f: ControllerFault, index: usize, timeout_ns: u64) -> SpiError {
     match f {
         ControllerFault::Timeout => SpiError::Timeout { index, waited_us: timeout_ns / 1_000 },
         ControllerFault::Fault(reason) => SpiError::Controller { index, reason },
+        ControllerFault::DmaFault { device_addr } => SpiError::DmaFault { index, device_addr },
     }
 }
 

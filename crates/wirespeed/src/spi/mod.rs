@@ -67,6 +67,7 @@ mod bus;
 mod callback;
 mod controller;
 mod device;
+mod dma_map;
 mod eh;
 mod error;
 mod exec;
@@ -85,7 +86,9 @@ mod waits;
 mod wakeup;
 
 pub use bus::Bus;
-pub use controller::{ClockModel, Completion, Controller, ControllerCaps, ControllerFault, InFlight, TransferTiming};
+pub use controller::{
+    ClockModel, Completion, Controller, ControllerCaps, ControllerFault, DmaAddrs, DmaSupport, InFlight, TransferTiming,
+};
 pub use device::{ChipSelect, CsPin, DeviceConfig};
 pub use eh::WordDevice;
 pub use error::{BackendError, BusStartError, InvalidMessage, SpiError};
@@ -167,7 +170,12 @@ impl SpiDevice {
     /// Validates a message once for this device.
     pub fn prepare(&self, transfers: Vec<OwnedTransfer>) -> Result<PreparedMessage, InvalidMessage> {
         let inner = &self.bus.inner;
-        PreparedMessage::new(self.state.id, transfers, &self.state.cfg, &inner.caps, inner.planner.as_deref())
+        let mut msg =
+            PreparedMessage::new(self.state.id, transfers, &self.state.cfg, &inner.caps, inner.planner.as_deref())?;
+        if let Some(dma) = inner.dma.as_ref().filter(|_| inner.policy.premapped_dma) {
+            msg.premap(dma);
+        }
+        Ok(msg)
     }
 
     /// The timing the device really gets: its [`DeviceConfig`] CS times and

@@ -30,6 +30,8 @@ use std::time::Duration;
 /// | `skip_redundant_setup` | mode, clock and word size written for every transfer | spi-imx `spi_imx_setupxfer` in `transfer_one`, 5.18 and 6.9 | off | off | on |
 /// | `pipelined_pump` | each queued message completed, and the next taken, before the next one starts | `spi_finalize_current_message`, then `__spi_pump_messages`, 5.18 and 6.9 | off | off | on |
 /// | `optimize_message` | a prepared message is validated again at every run | 5.18 `__spi_validate` in every `__spi_sync`; 6.9 `spi_optimize_message` validates once | off | on | on |
+/// | `premapped_dma` | a prepared message's DMA buffers are mapped and unmapped at every run (IOVA allocation, page-table writes, the IOTLB invalidation of a strict IOMMU) | `spi_map_msg`/`spi_unmap_msg` around every message in `__spi_pump_transfer_message` (5.18) and `spi_transfer_one_message`'s caller (6.9); `spi_optimize_message` does not map | off | off | on |
+/// | `timed_completion` | a transfer longer than the spin threshold sleeps on the interrupt (the wake-up lands after its end) | spi-imx `wait_for_completion_timeout` on the transfer's or the DMA's completion, 5.18 and 6.9 | off | off | on |
 ///
 /// `idle_delay` stands for when the controller is really powered down: in
 /// both kernels the pump marks the controller idle at once, but runtime PM
@@ -90,6 +92,16 @@ pub struct Policy {
     /// `spi_optimize_message`). Off: validated again at every run (5.18
     /// `__spi_validate` in every `__spi_sync`).
     pub optimize_message: bool,
+    /// On: a prepared message's DMA buffers stay mapped for its lifetime
+    /// (no IOVA allocation, page-table write or invalidation per run).
+    /// Off: they are mapped and unmapped around every run, as the kernel's
+    /// `spi_map_msg`/`spi_unmap_msg` do for every message.
+    pub premapped_dma: bool,
+    /// On: a transfer whose wire time is longer than the delay layer's spin
+    /// threshold sleeps until just before its predicted end (less the
+    /// thread's wake-up margin) and polls the rest ([`Completion::Timed`](super::Completion::Timed)).
+    /// Off: it sleeps on the interrupt, and the wake-up comes after the end.
+    pub timed_completion: bool,
     /// How long the bus stays idle before teardown (powering the controller down).
     pub idle_delay: Duration,
     /// Adaptive completion's threshold: `None` uses the measured cost of an
@@ -119,6 +131,8 @@ impl Policy {
             skip_redundant_setup: true,
             pipelined_pump: true,
             optimize_message: true,
+            premapped_dma: true,
+            timed_completion: true,
             idle_delay: Duration::from_secs(1),
             poll_below_ns: None,
         }
@@ -137,6 +151,8 @@ impl Policy {
             skip_redundant_setup: false,
             pipelined_pump: false,
             optimize_message: false,
+            premapped_dma: false,
+            timed_completion: false,
             idle_delay: SPI_IMX_AUTOSUSPEND,
             poll_below_ns: None,
         }
@@ -155,6 +171,8 @@ impl Policy {
             skip_redundant_setup: false,
             pipelined_pump: false,
             optimize_message: true,
+            premapped_dma: false,
+            timed_completion: false,
             idle_delay: SPI_IMX_AUTOSUSPEND,
             poll_below_ns: Some(SPI_IMX_POLLING_LIMIT_NS),
         }
@@ -164,7 +182,7 @@ impl Policy {
     pub const PRESETS: [&'static str; 3] = ["classic", "linux-6.9", "fast"];
 
     /// The names of the switches, for ablation and the CLI.
-    pub const SWITCHES: [&'static str; 10] = [
+    pub const SWITCHES: [&'static str; 12] = [
         "sync_in_caller",
         "direct_sync",
         "quiet_pump",
@@ -175,6 +193,8 @@ impl Policy {
         "skip_redundant_setup",
         "pipelined_pump",
         "optimize_message",
+        "premapped_dma",
+        "timed_completion",
     ];
 
     /// Sets one switch by name; false if there is no such switch.
@@ -190,6 +210,8 @@ impl Policy {
             "skip_redundant_setup" => &mut self.skip_redundant_setup,
             "pipelined_pump" => &mut self.pipelined_pump,
             "optimize_message" => &mut self.optimize_message,
+            "premapped_dma" => &mut self.premapped_dma,
+            "timed_completion" => &mut self.timed_completion,
             _ => return false,
         };
         *field = on;

@@ -28,7 +28,9 @@
 //! ```
 
 use super::callback::Callback;
-use super::controller::ControllerCaps;
+use super::controller::{ControllerCaps, DmaAddrs, DmaSupport};
+use super::dma_map::TransferMapping;
+use crate::dma::DmaDomain;
 use super::device::DeviceConfig;
 use super::error::{InvalidMessage, SpiError};
 use super::exec::{DeviceState, MessageSource};
@@ -171,7 +173,28 @@ pub struct PreparedMessage {
     steps: Vec<Step>,
     /// A message-level backend's translation, made once when prepared.
     backend_plan: Option<Box<dyn std::any::Any + Send>>,
+    /// DMA mappings of the transfers that go by DMA, kept for the message's lifetime.
+    premapped: Option<PreMapped>,
     slot: Arc<Slot>,
+}
+
+/// A prepared message's DMA mappings (policy `premapped_dma`): unmapped
+/// when the message is dropped.
+struct PreMapped {
+    domain: std::sync::Arc<DmaDomain>,
+    transfers: Vec<Option<TransferMapping>>,
+}
+
+impl Drop for PreparedMessage {
+    fn drop(&mut self) {
+        if let Some(p) = self.premapped.take() {
+            for m in p.transfers.into_iter().flatten() {
+                // An unmap the IOMMU refuses leaves its IOVAs quarantined by
+                // the DMA layer (counted there); nothing else can be done here.
+                let _ = m.unmap(&p.domain);
+            }
+        }
+    }
 }
 
 impl fmt::Debug for PreparedMessage {
@@ -199,7 +222,34 @@ impl PreparedMessage {
         let backend_plan = planner.map(|p| p.plan(dev, &steps)).transpose()?;
         let slot =
             Arc::new(Slot { state: Mutex::new(SlotState::default()), cv: Condvar::new(), bus: AtomicUsize::new(0) });
-        Ok(PreparedMessage { device_id, transfers, steps, backend_plan, slot })
+        Ok(PreparedMessage { device_id, transfers, steps, backend_plan, premapped: None, slot })
+    }
+
+    /// Maps the buffers of the transfers that go by DMA (at least
+    /// `dma.min_len` bytes, no word delay) for the message's lifetime. Best
+    /// effort: a transfer that cannot be mapped now is mapped at each run.
+    pub(crate) fn premap(&mut self, dma: &DmaSupport) {
+        let mut any = false;
+        let transfers = self
+            .transfers
+            .iter_mut()
+            .zip(&self.steps)
+            .map(|(t, st)| {
+                if st.len < dma.min_len || st.word_delay_ns > 0 {
+                    return None;
+                }
+                // SAFETY: the buffers are the message's own heap memory,
+                // which never moves or is reallocated (only their contents
+                // change, between runs), and are unmapped in `drop` before
+                // they are freed. The CPU touches RX only between runs.
+                let m = unsafe { TransferMapping::map(&dma.domain, &t.buffers.data()) }.ok();
+                any |= m.is_some();
+                m
+            })
+            .collect();
+        if any {
+            self.premapped = Some(PreMapped { domain: dma.domain.clone(), transfers });
+        }
     }
 
     pub(crate) fn device_id(&self) -> u64 {
@@ -271,6 +321,12 @@ impl MessageSource for PreparedMessage {
     }
     fn backend_plan(&mut self) -> Option<&mut (dyn std::any::Any + Send)> {
         self.backend_plan.as_deref_mut()
+    }
+    #[inline]
+    fn dma_addrs(&self, i: usize) -> Option<DmaAddrs> {
+        let m = self.premapped.as_ref()?.transfers[i].as_ref()?;
+        m.sync_for_device();
+        Some(m.addrs())
     }
 }
 

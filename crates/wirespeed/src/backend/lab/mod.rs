@@ -8,10 +8,12 @@
 //!   spidev node, for the spidev backend to run on with no kernel SPI.
 
 pub mod gpio;
+mod iommu;
 mod spi;
 #[cfg(feature = "linux")]
 mod spidev;
 
+pub use iommu::LabIommu;
 pub use spi::LabSpi;
 #[cfg(feature = "linux")]
 pub use spidev::LabSpidevIo;

@@ -84,7 +84,7 @@ impl Stats {
             }
             None => false,
         });
-        if found != Ok(true) {
+        if !matches!(found, Ok(true)) {
             self.with_new_shard(f);
         }
     }

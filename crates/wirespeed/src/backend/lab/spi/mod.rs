@@ -1,15 +1,25 @@
 //! [`LabSpi`]: the controller driver for the lab's WSPI SPI block.
 //!
-//! PIO only, register by register, as a kernel driver would: fill the TX
-//! FIFO, start the burst, drain RX as words arrive and refill TX as room
-//! appears, for transfers of any length. Completion by polling `STATUS`, or by
-//! sleeping on the block's interrupt (RX-threshold interrupt, re-armed as the
-//! transfer proceeds).
+//! PIO register by register, as a kernel driver would: fill the TX FIFO,
+//! start the burst, drain RX as words arrive and refill TX as room appears.
+//! Transfers longer than the FIFO go by DMA ([`dma`]): the core maps their
+//! buffers in the driver's [`DmaDomain`] (behind the block's IOMMU, if the
+//! lab board has one) and the block's engine moves them at wire speed.
+//! Completion by polling `STATUS`, by sleeping on the block's interrupt
+//! (RX-threshold or DONE, re-armed as the transfer proceeds), or timed
+//! ([`timed`]): asleep until just before the predicted end, then polled.
 
+mod dma;
+mod timed;
+
+use super::LabIommu;
+use crate::dma::{DmaDomain, DomainConfig, IommuMode};
 use crate::spi::{
-    ClockModel, Completion, Controller, ControllerCaps, ControllerFault, Data, InFlight, Mode, TransferTiming,
+    ClockModel, Completion, Controller, ControllerCaps, ControllerFault, Data, DmaAddrs, DmaSupport, InFlight, Mode,
+    TransferTiming,
 };
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Duration;
 use wirespeed_lab::spi::{regs, SpiController};
 use wirespeed_time::{now, Deadline};
@@ -23,11 +33,17 @@ pub struct LabSpi {
     /// Words already pushed for the next burst by `preload`.
     preloaded: usize,
     words_buf: Vec<u32>,
+    /// One word's wire time at the clock and word size last configured.
+    word_ns: u64,
+    /// The domain the block's DMA engine works in (`None`: PIO only).
+    dma: Option<Arc<DmaDomain>>,
+    /// How late timed waits wake up.
+    lateness: timed::WakeLateness,
 }
 
 /// The most words one burst can shift (`XFERLEN` is 24 bits wide); longer
 /// transfers run as several bursts with CS held.
-const MAX_BURST_WORDS: usize = 0xFF_FFFF;
+pub(super) const MAX_BURST_WORDS: usize = 0xFF_FFFF;
 
 fn word_bytes(bits: u8) -> usize {
     usize::from(bits.div_ceil(8)).next_power_of_two()
@@ -77,7 +93,7 @@ fn rx_of<'a>(data: &'a mut Data<'_>) -> Option<&'a mut [u8]> {
 /// A transfer's time limit. The clock is read only when the driver first
 /// has to wait: a burst that is done at its first status read (a short
 /// transfer on a fast wire) costs no clock read for its timeout.
-struct Timeout {
+pub(super) struct Timeout {
     ns: u64,
     deadline: Option<Deadline>,
 }
@@ -87,14 +103,51 @@ impl Timeout {
         Timeout { ns, deadline: None }
     }
 
-    fn deadline(&mut self) -> Deadline {
+    pub(super) fn deadline(&mut self) -> Deadline {
         *self.deadline.get_or_insert_with(|| Deadline::after_ns(self.ns))
     }
 }
 
+/// One word's wire time: `bits` SCLK periods at `base_hz` / `div`, rounded up.
+fn word_ns(bits: u8, div: u32, base_hz: u64) -> u64 {
+    (u64::from(bits) * u64::from(div.max(2)) * 1_000_000_000).div_ceil(base_hz.max(1))
+}
+
+/// The domain for a block's DMA engine: behind its IOMMU in strict mode
+/// (identity if the IOMMU is in passthrough), or with no IOMMU.
+fn default_domain(block: &SpiController) -> Option<Arc<DmaDomain>> {
+    let (hw, mode) = match block.iommu() {
+        Some(iommu) => {
+            let mode = if iommu.passthrough() { IommuMode::Identity } else { IommuMode::Strict };
+            (Some(Arc::new(LabIommu::new(iommu)) as Arc<dyn crate::dma::IommuHw>), mode)
+        }
+        None => (None, IommuMode::None),
+    };
+    DmaDomain::new(hw, DomainConfig::with_mode(mode)).ok().map(Arc::new)
+}
+
 impl LabSpi {
     /// Takes over a lab WSPI block: enables it and reads its capabilities.
+    /// Transfers longer than its FIFO go by DMA, through the block's IOMMU
+    /// in strict mode if the board gave it one (identity if that IOMMU is in
+    /// passthrough), with no IOMMU otherwise.
     pub fn new(block: SpiController) -> LabSpi {
+        let dma = default_domain(&block);
+        LabSpi::build(block, dma)
+    }
+
+    /// [`new`](LabSpi::new) with the DMA engine working in `domain` (whose
+    /// IOMMU, if any, must be the one attached to the block), e.g. a lazy one.
+    pub fn with_dma(block: SpiController, domain: Arc<DmaDomain>) -> LabSpi {
+        LabSpi::build(block, Some(domain))
+    }
+
+    /// [`new`](LabSpi::new) without DMA: every transfer by PIO.
+    pub fn pio_only(block: SpiController) -> LabSpi {
+        LabSpi::build(block, None)
+    }
+
+    fn build(block: SpiController, dma: Option<Arc<DmaDomain>>) -> LabSpi {
         let fifo_bytes = block.read(regs::FIFOSIZE) as usize;
         let base_hz = u64::from(block.read(regs::BASECLK));
         let cfg = block.config().clone();
@@ -114,7 +167,16 @@ impl LabSpi {
             has_irq: true,
             mode_flags: crate::spi::ModeFlags::NONE,
         };
-        let mut spi = LabSpi { block, caps, fifo_bytes, preloaded: 0, words_buf: Vec::with_capacity(fifo_bytes) };
+        let mut spi = LabSpi {
+            block,
+            caps,
+            fifo_bytes,
+            preloaded: 0,
+            words_buf: Vec::with_capacity(fifo_bytes),
+            word_ns: word_ns(8, 2, base_hz),
+            dma,
+            lateness: timed::WakeLateness::default(),
+        };
         // The block may have been left powered down (by an earlier driver's
         // idle teardown): power it up and wait for READY, as after teardown.
         spi.set_power(true);
@@ -203,18 +265,24 @@ impl LabSpi {
         Ok(TransferTiming { started, completed: irq.then(now) })
     }
 
-    /// Shifts `n` words whose TX words are all in the FIFO already, polled:
+    /// Shifts `n` words whose TX words are all in the FIFO already, polled
+    /// (after sleeping until shortly before the predicted end if `timed`):
     /// starts the burst and pops the words as they come back.
     fn shift_preloaded(
         &mut self,
         data: &mut Data<'_>,
         n: usize,
         wb: usize,
+        timed: bool,
         timeout: &mut Timeout,
         in_flight: &mut InFlight<'_>,
     ) -> Result<TransferTiming, ControllerFault> {
+        let end = if timed { now().add_ns(self.burst_ns(n)) } else { wirespeed_time::Instant::ZERO };
         self.block.write(regs::START, regs::START_GO);
         in_flight.run();
+        if timed {
+            self.sleep_until_near(end);
+        }
         let (mut popped, mut spins) = (0, 0);
         while popped < n {
             let rx = regs::rx_level(self.status()?) as usize;
@@ -242,7 +310,7 @@ impl LabSpi {
     /// a pause hint would only delay noticing the last word. The first idle
     /// poll starts the timeout, every 256th checks it.
     #[inline]
-    fn idle(&mut self, spins: &mut u32, timeout: &mut Timeout) -> Result<(), ControllerFault> {
+    pub(super) fn idle(&mut self, spins: &mut u32, timeout: &mut Timeout) -> Result<(), ControllerFault> {
         *spins = spins.wrapping_add(1);
         if *spins % 256 == 1 && timeout.deadline().is_past() {
             return Err(self.fail(ControllerFault::Timeout));
@@ -266,7 +334,7 @@ impl LabSpi {
     /// Aborts the burst after `fault`.
     #[cold]
     #[inline(never)]
-    fn fail(&mut self, fault: ControllerFault) -> ControllerFault {
+    pub(super) fn fail(&mut self, fault: ControllerFault) -> ControllerFault {
         self.abort();
         fault
     }
@@ -308,7 +376,11 @@ impl Controller for LabSpi {
             ctrl |= regs::CTRL_CPHA;
         }
         self.block.write(regs::CTRL, ctrl);
-        self.block.write(regs::CLKDIV, self.caps.divider(speed_hz));
+        let div = self.caps.divider(speed_hz);
+        self.block.write(regs::CLKDIV, div);
+        if let ClockModel::Divider { base_hz, .. } = self.caps.clock {
+            self.word_ns = word_ns(bits.clamp(1, 32), div, base_hz);
+        }
     }
 
     fn set_cs(&mut self, cs: u8, active: bool) {
@@ -354,8 +426,21 @@ impl Controller for LabSpi {
         let mut timeout = Timeout::new(timeout_ns);
         let mut preloaded = preloaded.min(self.preloaded);
         self.preloaded = 0;
+        let mut completion = completion;
+        if completion == Completion::Timed {
+            if n > self.depth(wb) {
+                // Refills need the CPU before the end: no end to sleep until.
+                completion = Completion::Irq;
+            } else {
+                if preloaded < n {
+                    self.block.write(regs::XFERLEN, n as u32);
+                    self.push(tx_of(data), preloaded..n, wb);
+                }
+                return self.shift_preloaded(data, n, wb, true, &mut timeout, in_flight);
+            }
+        }
         if preloaded == n && completion == Completion::Poll {
-            return self.shift_preloaded(data, n, wb, &mut timeout, in_flight);
+            return self.shift_preloaded(data, n, wb, false, &mut timeout, in_flight);
         }
         let mut timing = TransferTiming { started: None, completed: None };
         let mut from = 0;
@@ -369,6 +454,29 @@ impl Controller for LabSpi {
             from = to;
         }
         Ok(timing)
+    }
+
+    fn dma(&self) -> Option<DmaSupport> {
+        let domain = self.dma.clone()?;
+        Some(DmaSupport { domain, min_len: self.fifo_bytes + 1 })
+    }
+
+    unsafe fn transfer_dma(
+        &mut self,
+        len: usize,
+        bits: u8,
+        addrs: DmaAddrs,
+        completion: Completion,
+        timeout_ns: u64,
+        in_flight: &mut InFlight<'_>,
+    ) -> Result<TransferTiming, ControllerFault> {
+        if self.dma.is_none() {
+            return Err(ControllerFault::Fault("this driver was made without DMA (LabSpi::pio_only)"));
+        }
+        let wb = word_bytes(bits);
+        let mut timeout = Timeout::new(timeout_ns);
+        // SAFETY: forwarded from the caller.
+        unsafe { self.dma_transfer(len / wb, wb, addrs, completion, &mut timeout, in_flight) }
     }
 
     fn set_power(&mut self, on: bool) {

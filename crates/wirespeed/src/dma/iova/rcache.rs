@@ -1,0 +1,238 @@
+//! [`MagazineAllocator`]: Linux's iova rcache — per-thread magazines, a
+//! bounded depot per size class, the global allocator behind them.
+//!
+//! Per-thread state lives in a slot (see `per_thread.rs`) holding one
+//! [`ClassCache`] per size class under a **per-thread mutex**. The mutex is
+//! uncontended on the fast path: only the owning thread takes it, except
+//! when [`drain_caches`](MagazineAllocator::drain_caches) (or an allocation
+//! that found the space exhausted, as Linux's `free_cpu_cached_iovas`) reaches
+//! into other threads' caches, and that is why it is a mutex and not a
+//! `RefCell` — the same choice as Linux, whose per-CPU rcache has a spinlock
+//! that only its CPU takes in the common case. An uncontended lock/unlock is
+//! two atomic operations on a cache line the thread owns.
+//!
+//! A thread's slot is returned when the thread exits (full magazines to the
+//! depot, the rest to the global allocator). When the allocator is dropped,
+//! the whole IOVA space goes with it; threads' stale slots are inert and are
+//! purged on their next use of the table or at their exit.
+
+use super::{
+    class_of, ClassCache, Depot, GlobalLockAllocator, IovaAllocator, IovaStats, DEPOT_MAX_MAGAZINES, MAGAZINE_SIZE,
+    NUM_CLASSES,
+};
+use crate::dma::error::DmaError;
+use crate::dma::per_thread::{self, ThreadSlot};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+/// Per-thread magazines in front of a depot in front of a [`GlobalLockAllocator`].
+#[derive(Debug)]
+pub struct MagazineAllocator {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    id: u64,
+    global: GlobalLockAllocator,
+    depots: [Depot; NUM_CLASSES],
+    /// Every live thread's slot (for draining and statistics).
+    slots: Mutex<Vec<Arc<Slot>>>,
+    /// Counters of exited threads.
+    retired: Retired,
+    drains: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Retired {
+    hits: AtomicU64,
+    frees: AtomicU64,
+    depot_gets: AtomicU64,
+    depot_puts: AtomicU64,
+    depot_spills: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Slot {
+    classes: Mutex<[ClassCache; NUM_CLASSES]>,
+    owner: Weak<Shared>,
+}
+
+impl ThreadSlot for Slot {
+    fn thread_exit(&self) {
+        let Some(shared) = self.owner.upgrade() else { return };
+        {
+            // Lock order everywhere: registry, then a thread's classes.
+            let mut slots = lock_std(&shared.slots);
+            let mut classes = lock_std(&self.classes);
+            for (c, depot) in classes.iter_mut().zip(&shared.depots) {
+                c.retire(depot, &shared.global);
+                let r = &shared.retired;
+                r.hits.fetch_add(c.counts.hits, Ordering::Relaxed);
+                r.frees.fetch_add(c.counts.frees, Ordering::Relaxed);
+                r.depot_gets.fetch_add(c.counts.depot_gets, Ordering::Relaxed);
+                r.depot_puts.fetch_add(c.counts.depot_puts, Ordering::Relaxed);
+                r.depot_spills.fetch_add(c.counts.depot_spills, Ordering::Relaxed);
+                c.counts = Default::default();
+            }
+            slots.retain(|s| !std::ptr::eq(Arc::as_ptr(s), self));
+        }
+    }
+
+    fn owner_alive(&self) -> bool {
+        self.owner.strong_count() > 0
+    }
+}
+
+impl MagazineAllocator {
+    /// An allocator over `[base, limit)` (the rules of [`GlobalLockAllocator::new`]).
+    pub fn new(base: u64, limit: u64) -> Result<MagazineAllocator, DmaError> {
+        let global = GlobalLockAllocator::new(base, limit)?;
+        let shared = Shared {
+            id: per_thread::new_owner_id(),
+            global,
+            depots: std::array::from_fn(|_| Depot::new(DEPOT_MAX_MAGAZINES)),
+            slots: Mutex::new(Vec::new()),
+            retired: Retired::default(),
+            drains: AtomicU64::new(0),
+        };
+        Ok(MagazineAllocator { shared: Arc::new(shared) })
+    }
+
+    /// The global allocator behind the caches.
+    pub fn global(&self) -> &GlobalLockAllocator {
+        &self.shared.global
+    }
+
+    /// Pages of the whole space.
+    pub fn space_pages(&self) -> u64 {
+        self.shared.global.space_pages()
+    }
+
+    /// Runs `f` on this thread's caches (`None`: the thread is exiting).
+    fn with_caches<R>(&self, f: impl FnOnce(&mut [ClassCache; NUM_CLASSES]) -> R) -> Option<R> {
+        let shared = &self.shared;
+        per_thread::with(
+            shared.id,
+            || {
+                let slot = Arc::new(Slot {
+                    classes: Mutex::new(std::array::from_fn(|i| ClassCache::new(1 << i, MAGAZINE_SIZE))),
+                    owner: Arc::downgrade(shared),
+                });
+                lock_std(&shared.slots).push(slot.clone());
+                slot
+            },
+            |slot: &Slot| f(&mut lock_std(&slot.classes)),
+        )
+    }
+
+    /// Returns every cached IOVA (all threads' magazines and the depot) to
+    /// the global allocator. Afterwards [`GlobalLockAllocator::outstanding`]
+    /// counts exactly the ranges users hold.
+    pub fn drain_caches(&self) {
+        let shared = &self.shared;
+        shared.drains.fetch_add(1, Ordering::Relaxed);
+        let slots: Vec<Arc<Slot>> = lock_std(&shared.slots).clone();
+        for slot in slots {
+            let mut classes = lock_std(&slot.classes);
+            for c in classes.iter_mut() {
+                c.flush(&shared.global);
+            }
+        }
+        for (i, depot) in shared.depots.iter().enumerate() {
+            let mut mags = depot.take_full();
+            let pages = 1u64 << i;
+            shared.global.free_batch(mags.iter_mut().flat_map(|m| m.take_all().map(move |iova| (iova, pages))));
+            depot.put_empty(mags);
+        }
+    }
+
+    /// IOVAs held in magazines and depots (a snapshot; exact when no other
+    /// thread is allocating).
+    pub fn cached(&self) -> u64 {
+        let shared = &self.shared;
+        let mut n: u64 = shared.depots.iter().map(|d| d.cached() as u64).sum();
+        for slot in lock_std(&shared.slots).iter() {
+            n += lock_std(&slot.classes).iter().map(|c| c.len() as u64).sum::<u64>();
+        }
+        n
+    }
+
+    /// Ranges users hold: handed out and not freed (a snapshot).
+    pub fn outstanding(&self) -> u64 {
+        self.stats().outstanding()
+    }
+
+    /// Full magazines in the depots.
+    pub fn depot_magazines(&self) -> usize {
+        self.shared.depots.iter().map(Depot::full_magazines).sum()
+    }
+
+    /// Counters, summed over the threads (a snapshot).
+    pub fn stats(&self) -> IovaStats {
+        let shared = &self.shared;
+        let r = &shared.retired;
+        let mut s = shared.global.stats();
+        s.cache_hits = r.hits.load(Ordering::Relaxed);
+        s.cache_frees = r.frees.load(Ordering::Relaxed);
+        s.depot_gets = r.depot_gets.load(Ordering::Relaxed);
+        s.depot_puts = r.depot_puts.load(Ordering::Relaxed);
+        s.depot_spills = r.depot_spills.load(Ordering::Relaxed);
+        s.cache_drains = shared.drains.load(Ordering::Relaxed);
+        for slot in lock_std(&shared.slots).iter() {
+            for c in lock_std(&slot.classes).iter() {
+                s.cache_hits += c.counts.hits;
+                s.cache_frees += c.counts.frees;
+                s.depot_gets += c.counts.depot_gets;
+                s.depot_puts += c.counts.depot_puts;
+                s.depot_spills += c.counts.depot_spills;
+                s.cached += c.len() as u64;
+            }
+        }
+        s.cached += shared.depots.iter().map(|d| d.cached() as u64).sum::<u64>();
+        s
+    }
+}
+
+impl IovaAllocator for MagazineAllocator {
+    fn alloc(&self, pages: u64) -> Option<u64> {
+        let shared = &self.shared;
+        let size = match class_of(pages) {
+            Some(class) => {
+                let depot = &shared.depots[class];
+                if let Some(Some(iova)) = self.with_caches(|c| c[class].alloc(depot)) {
+                    return Some(iova);
+                }
+                1u64 << class
+            }
+            None => pages,
+        };
+        shared.global.alloc(size).or_else(|| {
+            // Exhausted: take back what the caches hold and try once more
+            // (Linux: free_cpu_cached_iovas + free_global_cached_iovas).
+            self.drain_caches();
+            shared.global.alloc(size)
+        })
+    }
+
+    fn free(&self, iova: u64, pages: u64) {
+        let shared = &self.shared;
+        let Some(class) = class_of(pages) else {
+            return shared.global.free(iova, pages);
+        };
+        let size = 1u64 << class;
+        // A misaligned or foreign IOVA cannot be one we handed out for this class.
+        let (base, limit) = shared.global.range();
+        if !iova.is_multiple_of(size * super::PAGE) || iova < base || iova >= limit {
+            return shared.global.free(iova, size); // refused and counted there
+        }
+        let depot = &shared.depots[class];
+        if self.with_caches(|c| c[class].free(iova, depot, &shared.global)).is_none() {
+            shared.global.free(iova, size);
+        }
+    }
+}
+
+fn lock_std<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
