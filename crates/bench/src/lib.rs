@@ -8,6 +8,7 @@
 pub mod adc;
 pub mod canecho;
 pub mod delay;
+pub mod dma;
 pub mod flash;
 pub mod flash_flashrom;
 pub mod gpio;

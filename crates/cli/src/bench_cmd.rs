@@ -3,6 +3,7 @@
 use clap::Subcommand;
 use wirespeed_bench::canecho::CanechoOptions;
 use wirespeed_bench::delay::{self as delay_bench, DelayOptions};
+use wirespeed_bench::dma::DmaOptions;
 use wirespeed_bench::flash::FlashOptions;
 use wirespeed_bench::regmap::RegmapOptions;
 use wirespeed_bench::shim::{Launcher, ShimOptions};
@@ -63,6 +64,12 @@ pub enum BenchCommand {
         /// device that ignores them.
         #[arg(long, default_value = "lab", value_name = "DEVICE")]
         dev: wirespeed_bench::spi::target::Target,
+        /// The lab block's IOMMU, which its DMA engine (transfers longer than
+        /// the 64-byte FIFO) works behind: none, identity (passthrough),
+        /// strict (invalidate at every unmap) or lazy (batched invalidation).
+        /// Only with --dev lab.
+        #[arg(long, value_parser = wirespeed_bench::spi::target::parse_iommu, default_value = "strict")]
+        iommu: wirespeed::dma::IommuMode,
         /// Print one JSON object instead of tables.
         #[arg(long)]
         json: bool,
@@ -83,6 +90,41 @@ pub enum BenchCommand {
         json: bool,
         #[command(flatten)]
         realtime: RealtimeArgs,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// E4: DMA mapping under an IOMMU (seed 003): map+unmap pairs per second
+    /// with 1-8 threads, per-thread magazines against one global lock; bulk
+    /// SPI DMA throughput with no IOMMU, identity, strict and lazy; DMA to
+    /// unmapped addresses, every fault caught.
+    Dma {
+        /// Thread counts of the mapping run, comma-separated (1-256 each).
+        #[arg(long, value_delimiter = ',', default_values_t = DmaOptions::default().threads)]
+        threads: Vec<usize>,
+        /// Interleaved windows per allocator and thread count.
+        #[arg(long, default_value_t = DmaOptions::default().rounds)]
+        rounds: u32,
+        /// Length of one mapping window, in ms.
+        #[arg(long, default_value_t = DmaOptions::default().window.as_millis() as u64)]
+        window_ms: u64,
+        /// Bytes per bulk transfer (1-16777216).
+        #[arg(long, default_value_t = DmaOptions::default().bulk_size)]
+        bulk_size: usize,
+        /// Messages per IOMMU mode in the bulk run.
+        #[arg(long, default_value_t = DmaOptions::default().bulk_msgs)]
+        bulk_msgs: usize,
+        /// SPI clock of the bulk and fault runs, in Hz.
+        #[arg(long, default_value_t = DmaOptions::default().hz)]
+        hz: u32,
+        /// Messages of the fault run.
+        #[arg(long, default_value_t = DmaOptions::default().fault_msgs)]
+        fault_msgs: u64,
+        /// Leave every this-many-th mapping out of the page tables (at least 2).
+        #[arg(long, default_value_t = DmaOptions::default().fault_every)]
+        fault_every: u64,
+        /// Print one JSON object instead of tables.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         host: HostArgs,
     },
@@ -232,10 +274,19 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             thread_msgs,
             vcd,
             dev,
+            iommu,
             json,
             realtime,
             host,
         } => {
+            use wirespeed_bench::spi::target::Target;
+            let dev = match dev {
+                Target::Lab(_) => Target::Lab(iommu),
+                other if iommu != wirespeed_bench::spi::target::DEFAULT_IOMMU => {
+                    return Err(format!("--iommu applies to the lab's own block (--dev lab), not to {other}"));
+                }
+                other => other,
+            };
             let idle = host_setup(Some(&realtime), &host);
             let opts = SpiOptions {
                 size,
@@ -260,6 +311,33 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
         BenchCommand::Delay { iterations, json, realtime, host } => {
             let idle = host_setup(Some(&realtime), &host);
             let r = delay_bench::run(&DelayOptions { iterations, ..DelayOptions::default() })?;
+            print_report(json, &idle, r.to_json(), || r.table());
+        }
+        BenchCommand::Dma {
+            threads,
+            rounds,
+            window_ms,
+            bulk_size,
+            bulk_msgs,
+            hz,
+            fault_msgs,
+            fault_every,
+            json,
+            host,
+        } => {
+            let idle = host_setup(None, &host);
+            let opts = DmaOptions {
+                threads,
+                rounds,
+                window: std::time::Duration::from_millis(window_ms),
+                bulk_size,
+                hz,
+                bulk_msgs,
+                fault_msgs,
+                fault_every,
+            };
+            opts.check()?;
+            let r = wirespeed_bench::dma::run(&opts)?;
             print_report(json, &idle, r.to_json(), || r.table());
         }
         BenchCommand::Gpio { toggles, passes, slices, no_probe, spi_rounds, spi_messages, json, realtime, host } => {

@@ -111,7 +111,7 @@ impl Default for SpiOptions {
             async_msgs: 10_000,
             async_window: 8,
             trace_msgs: 2_000,
-            target: Target::Lab,
+            target: Target::default(),
         }
     }
 }
@@ -362,6 +362,10 @@ impl SpiReport {
         let mut v = json!({
             "scenario": "spi",
             "target": self.options.target.to_string(),
+            "iommu": match &self.options.target {
+                Target::Lab(mode) => Value::from(target::iommu_name(*mode)),
+                _ => Value::Null,
+            },
             "size_bytes": self.options.size,
             "clock_hz": self.clock_hz,
             "requested_hz": self.options.hz,

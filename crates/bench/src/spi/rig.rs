@@ -25,7 +25,7 @@ pub struct Rig {
 impl Rig {
     /// A rig on a lab of its own: a WSPI block with a loopback on CS 0.
     pub fn new(policy: Policy, hz: u32, instant_wire: bool) -> Result<Rig, String> {
-        Rig::on(&Target::Lab, policy, hz, instant_wire)
+        Rig::on(&Target::default(), policy, hz, instant_wire)
     }
 
     /// A rig on `target` (`instant_wire` only on the lab).

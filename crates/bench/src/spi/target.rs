@@ -8,11 +8,13 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
-use wirespeed::backend::lab::{LabSpi, LabSpidevIo};
+use wirespeed::backend::lab::{LabIommu, LabSpi, LabSpidevIo};
+use wirespeed::dma::{DmaDomain, DomainConfig, IommuHw, IommuMode};
 use wirespeed::linux::spidev::{Limits, Spidev, SpidevCounters};
 use wirespeed::spi::{Bus, Policy};
 use wirespeed_lab::devices::Loopback;
 use wirespeed_lab::spi::SpiController;
+use wirespeed_lab::iommu::IommuConfig;
 use wirespeed_lab::{Lab, LabConfig};
 
 /// The emulated node's default clock (its device tree's `spi-max-frequency`).
@@ -22,11 +24,12 @@ const NODE_DEFAULT_HZ: u32 = 50_000_000;
 pub const LAB_SPIDEV: &str = "lab-spidev";
 
 /// Where the messages go.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
-    /// A lab block with a loopback on CS 0, driven by the stack itself.
-    #[default]
-    Lab,
+    /// A lab block with a loopback on CS 0, driven by the stack itself; its
+    /// DMA engine (for transfers longer than the FIFO) behind the lab IOMMU
+    /// in this mode (`--iommu`; strict by default, as Linux's default domain).
+    Lab(IommuMode),
     /// The spidev backend on an emulated node of a lab block with a loopback.
     LabSpidev,
     /// A Linux spidev node.
@@ -38,7 +41,7 @@ impl FromStr for Target {
     fn from_str(s: &str) -> Result<Target, String> {
         match s {
             "" => Err(format!("an empty device: give /dev/spidevB.C, or {LAB_SPIDEV} for an emulated node")),
-            "lab" => Ok(Target::Lab),
+            "lab" => Ok(Target::Lab(DEFAULT_IOMMU)),
             LAB_SPIDEV => Ok(Target::LabSpidev),
             path => Ok(Target::Node(PathBuf::from(path))),
         }
@@ -48,17 +51,58 @@ impl FromStr for Target {
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Target::Lab => write!(f, "lab"),
+            Target::Lab(_) => write!(f, "lab"),
             Target::LabSpidev => write!(f, "{LAB_SPIDEV}"),
             Target::Node(p) => write!(f, "{}", p.display()),
         }
     }
 }
 
+impl Default for Target {
+    fn default() -> Target {
+        Target::Lab(DEFAULT_IOMMU)
+    }
+}
+
+/// The lab block's IOMMU mode unless `--iommu` says otherwise.
+pub const DEFAULT_IOMMU: IommuMode = IommuMode::Strict;
+
+/// `--iommu`'s names of the IOMMU modes.
+pub const IOMMU_MODES: [(&str, IommuMode); 4] = [
+    ("none", IommuMode::None),
+    ("identity", IommuMode::Identity),
+    ("strict", IommuMode::Strict),
+    ("lazy", IommuMode::Lazy),
+];
+
+/// An IOMMU mode by its `--iommu` name.
+pub fn parse_iommu(s: &str) -> Result<IommuMode, String> {
+    IOMMU_MODES.iter().find(|(n, _)| *n == s).map(|&(_, m)| m).ok_or_else(|| {
+        format!("IOMMU mode {s:?}: allowed none, identity, strict (the default) or lazy")
+    })
+}
+
+/// The `--iommu` name of a mode.
+pub fn iommu_name(mode: IommuMode) -> &'static str {
+    IOMMU_MODES.iter().find(|(_, m)| *m == mode).map_or("?", |(n, _)| n)
+}
+
+/// A lab block's driver with its DMA engine behind a lab IOMMU in `mode`.
+fn lab_driver(lab: &Lab, block: &SpiController, mode: IommuMode) -> Result<LabSpi, String> {
+    if mode == IommuMode::None {
+        return Ok(LabSpi::new(block.clone()));
+    }
+    let iommu = lab.iommu(IommuConfig::default()).map_err(|e| e.to_string())?;
+    block.attach_iommu(&iommu);
+    let hw: Arc<dyn IommuHw> = Arc::new(LabIommu::new(iommu));
+    let domain = DmaDomain::new(Some(hw), DomainConfig::with_mode(mode)).map_err(|e| e.to_string())?;
+    Ok(LabSpi::with_dma(block.clone(), Arc::new(domain)))
+}
+
 impl Target {
     /// Whether a bus trace (and an instant wire) can be had: only on the lab's own block.
     pub fn is_lab_block(&self) -> bool {
-        matches!(self, Target::Lab)
+        matches!(self, Target::Lab(_))
     }
 }
 
@@ -82,9 +126,9 @@ pub fn open(target: &Target, policy: Policy, instant_wire: bool) -> Result<Opene
         Ok((lab, block))
     };
     match target {
-        Target::Lab => {
+        Target::Lab(iommu) => {
             let (lab, block) = lab_block(instant_wire)?;
-            let bus = Bus::try_new(LabSpi::new(block.clone()), policy).map_err(|e| e.to_string())?;
+            let bus = Bus::try_new(lab_driver(&lab, &block, *iommu)?, policy).map_err(|e| e.to_string())?;
             Ok(Opened { bus, block: Some(block), lab: Some(lab), counters: None })
         }
         Target::LabSpidev => {
@@ -113,7 +157,9 @@ mod tests {
 
     #[test]
     fn a_device_names_the_lab_the_emulated_node_or_a_path() {
-        assert_eq!("lab".parse::<Target>(), Ok(Target::Lab));
+        assert_eq!("lab".parse::<Target>(), Ok(Target::Lab(IommuMode::Strict)));
+        assert_eq!(parse_iommu("lazy"), Ok(IommuMode::Lazy));
+        assert!(parse_iommu("loose").unwrap_err().contains("strict"));
         assert_eq!(LAB_SPIDEV.parse::<Target>(), Ok(Target::LabSpidev));
         assert_eq!("/dev/spidev0.1".parse::<Target>(), Ok(Target::Node("/dev/spidev0.1".into())));
         assert!("".parse::<Target>().unwrap_err().contains("/dev/spidevB.C"));

@@ -191,7 +191,7 @@ mod tests {
         // after the first messages went. Short runs, where that would show.
         for _ in 0..50 {
             for mode in [Mode::Sync, Mode::Async] {
-                let t = run(&Target::Lab, mode, Policy::fast(), 4, 20, 9, 20_000_000, 8).unwrap();
+                let t = run(&Target::default(), mode, Policy::fast(), 4, 20, 9, 20_000_000, 8).unwrap();
                 assert!(t.bus_utilization <= 1.0, "{mode:?}: bus utilization {}", t.bus_utilization);
             }
         }
@@ -207,7 +207,7 @@ mod tests {
             let cap = libc::rlimit { rlim_cur: 8 << 30, rlim_max: 8 << 30 };
             // SAFETY: `cap` is a valid rlimit.
             assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &cap) }, 0);
-            let e = run(&Target::Lab, Mode::Sync, Policy::fast(), 256, 1, 9, 20_000_000, 1)
+            let e = run(&Target::default(), Mode::Sync, Policy::fast(), 256, 1, 9, 20_000_000, 1)
                 .expect_err("256 senders of 256 MiB each started in 8 GiB");
             assert!(e.contains("of 256"), "{e}");
             return;
