@@ -265,24 +265,47 @@ impl LabSpi {
         Ok(TransferTiming { started, completed: irq.then(now) })
     }
 
-    /// Shifts `n` words whose TX words are all in the FIFO already, polled
-    /// (after sleeping until shortly before the predicted end if `timed`):
+    /// Shifts `n` words whose TX words are all in the FIFO already, polled:
     /// starts the burst and pops the words as they come back.
     fn shift_preloaded(
         &mut self,
         data: &mut Data<'_>,
         n: usize,
         wb: usize,
-        timed: bool,
         timeout: &mut Timeout,
         in_flight: &mut InFlight<'_>,
     ) -> Result<TransferTiming, ControllerFault> {
-        let end = if timed { now().add_ns(self.burst_ns(n)) } else { wirespeed_time::Instant::ZERO };
         self.block.write(regs::START, regs::START_GO);
         in_flight.run();
-        if timed {
-            self.sleep_until_near(end);
-        }
+        self.pop_all(data, n, wb, timeout)
+    }
+
+    /// [`shift_preloaded`](LabSpi::shift_preloaded), asleep until shortly
+    /// before the burst's predicted end ([`Completion::Timed`]).
+    fn shift_timed(
+        &mut self,
+        data: &mut Data<'_>,
+        n: usize,
+        wb: usize,
+        timeout: &mut Timeout,
+        in_flight: &mut InFlight<'_>,
+    ) -> Result<TransferTiming, ControllerFault> {
+        let end = now().add_ns(self.burst_ns(n));
+        self.block.write(regs::START, regs::START_GO);
+        in_flight.run();
+        self.sleep_until_near(end);
+        self.pop_all(data, n, wb, timeout)
+    }
+
+    /// Pops the `n` words of a started burst as they come back.
+    #[inline(always)]
+    fn pop_all(
+        &mut self,
+        data: &mut Data<'_>,
+        n: usize,
+        wb: usize,
+        timeout: &mut Timeout,
+    ) -> Result<TransferTiming, ControllerFault> {
         let (mut popped, mut spins) = (0, 0);
         while popped < n {
             let rx = regs::rx_level(self.status()?) as usize;
@@ -426,22 +449,21 @@ impl Controller for LabSpi {
         let mut timeout = Timeout::new(timeout_ns);
         let mut preloaded = preloaded.min(self.preloaded);
         self.preloaded = 0;
-        let mut completion = completion;
-        if completion == Completion::Timed {
-            if n > self.depth(wb) {
-                // Refills need the CPU before the end: no end to sleep until.
-                completion = Completion::Irq;
-            } else {
+        if preloaded == n && completion == Completion::Poll {
+            return self.shift_preloaded(data, n, wb, &mut timeout, in_flight);
+        }
+        let completion = match completion {
+            Completion::Timed if n <= self.depth(wb) => {
                 if preloaded < n {
                     self.block.write(regs::XFERLEN, n as u32);
                     self.push(tx_of(data), preloaded..n, wb);
                 }
-                return self.shift_preloaded(data, n, wb, true, &mut timeout, in_flight);
+                return self.shift_timed(data, n, wb, &mut timeout, in_flight);
             }
-        }
-        if preloaded == n && completion == Completion::Poll {
-            return self.shift_preloaded(data, n, wb, false, &mut timeout, in_flight);
-        }
+            // Refills need the CPU before the end: no end to sleep until.
+            Completion::Timed => Completion::Irq,
+            other => other,
+        };
         let mut timing = TransferTiming { started: None, completed: None };
         let mut from = 0;
         // CS stays active between bursts: a longer transfer only pauses SCLK.
