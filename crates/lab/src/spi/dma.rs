@@ -113,6 +113,9 @@ struct Run {
     iommu: Option<Iommu>,
     /// A fault met, and the instant it stops the burst.
     fault: Option<(DmaFault, Instant)>,
+    /// Words before this one lie on pages both streams have translated:
+    /// they need no [`reach_pages`](Run::reach_pages).
+    reached_until: u64,
 }
 
 impl Run {
@@ -127,6 +130,9 @@ impl Run {
     /// Translates the pages of word `next` not yet translated (TX first),
     /// moving its start past the walks; a fault is noted with its instant.
     fn reach_pages(&mut self) {
+        if u64::from(self.next) < self.reached_until {
+            return;
+        }
         for write in [false, true] {
             let stream = if write { self.rx.as_mut() } else { self.tx.as_mut() };
             let Some(stream) = stream else { continue };
@@ -139,6 +145,12 @@ impl Run {
                 }
             }
         }
+        self.reached_until = [&self.tx, &self.rx]
+            .into_iter()
+            .flatten()
+            .map(|s| s.next_page_word(self.next, self.bytes))
+            .min()
+            .unwrap_or(u64::MAX);
     }
 
     /// When the burst ends if the words left meet no walk.
@@ -285,6 +297,7 @@ impl DmaEngine {
             // Latched: passthrough switched on mid-burst must not turn IOVAs into host pointers.
             iommu: self.iommu.clone().filter(|m| !m.passthrough()),
             fault: None,
+            reached_until: 0,
         });
         self.ctrl = 0;
         self.active.store(true, Ordering::Release);
@@ -364,6 +377,7 @@ impl DmaEngine {
             for s in [&mut run.tx, &mut run.rx].into_iter().flatten() {
                 s.page = None;
             }
+            run.reached_until = 0;
         }
     }
 

@@ -96,6 +96,7 @@ fn bits_of(ctrl: u32) -> u8 {
 /// One word on the wires: the selected devices receive `f.mosi` (the native
 /// one answers, else the first selected external one; nobody: all ones),
 /// and the trace records it. Returns MISO, `bits` wide.
+#[inline]
 fn shift_word(
     cs: u32,
     devices: &mut [Option<Box<dyn SpiDeviceModel>>],
@@ -122,7 +123,9 @@ fn shift_word(
         }
     }
     miso &= u32::MAX >> (32 - u32::from(bits));
-    trace.record(TraceEvent::Word { start: f.start, end: f.end, bits, mosi: f.mosi, miso });
+    if trace.is_enabled() {
+        trace.record(TraceEvent::Word { start: f.start, end: f.end, bits, mosi: f.mosi, miso });
+    }
     miso
 }
 

@@ -65,6 +65,12 @@ impl Recorder {
         self.enabled = false;
     }
 
+    /// Whether events are being recorded (so that a caller can skip building them).
+    #[inline]
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// Records an event (dropped, and counted, once full).
     #[inline]
     pub fn record(&mut self, ev: TraceEvent) {

@@ -2,10 +2,39 @@
 //! touches lab types.
 //!
 //! - [`LabSpi`]: the controller driver for the lab's WSPI block, as the
-//!   kernel's spi-imx is for the i.MX ECSPI.
+//!   kernel's spi-imx is for the i.MX ECSPI (PIO up to the FIFO's size,
+//!   DMA above it).
+//! - [`LabIommu`]: the lab's IOMMU as the DMA layer's
+//!   [`IommuHw`](crate::dma::IommuHw), for a block behind one.
 //! - [`gpio`]: the lab GPIO chip as a GPIO backend.
 //! - [`LabSpidevIo`] (with feature `linux`): a lab device behind an emulated
 //!   spidev node, for the spidev backend to run on with no kernel SPI.
+//!
+//! A block behind a lab IOMMU, its DMA mappings in a lazy domain:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use wirespeed::backend::lab::{LabIommu, LabSpi};
+//! use wirespeed::dma::{DmaDomain, DomainConfig, IommuHw, IommuMode};
+//! use wirespeed::spi::{Bus, DeviceConfig, Policy, Transfer};
+//! use wirespeed_lab::{devices::Loopback, iommu::IommuConfig, Lab, LabConfig};
+//!
+//! let lab = Lab::new(LabConfig::default());
+//! let block = lab.spi_controller(Default::default());
+//! block.attach(0, Loopback::new());
+//! let iommu = lab.iommu(IommuConfig::default()).unwrap();
+//! block.attach_iommu(&iommu);
+//! let hw: Arc<dyn IommuHw> = Arc::new(LabIommu::new(iommu.clone()));
+//! let lazy = Arc::new(DmaDomain::new(Some(hw), DomainConfig::with_mode(IommuMode::Lazy)).unwrap());
+//! let bus = Bus::new(LabSpi::with_dma(block, lazy.clone()), Policy::fast());
+//! let dev = bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+//! let tx = vec![0xA5; 4096];
+//! let mut rx = vec![0; 4096];
+//! dev.sync(&mut [Transfer::duplex(&tx, &mut rx)]).unwrap(); // mapped, moved by DMA, unmapped
+//! assert_eq!(rx, tx);
+//! lazy.flush();
+//! assert_eq!(iommu.mapped_pages(), 0);
+//! ```
 
 pub mod gpio;
 mod iommu;
