@@ -58,6 +58,13 @@ impl TransferMapping {
         }
     }
 
+    /// Before the CPU reads what the device wrote (a prepared message's RX, between runs).
+    pub(crate) fn sync_for_cpu(&self) {
+        if let Some(m) = self.rx.as_ref().or(if self.in_place { self.tx.as_ref() } else { None }) {
+            m.sync_for_cpu();
+        }
+    }
+
     /// Unmaps both buffers (both are tried even if the first fails).
     pub(crate) fn unmap(self, domain: &DmaDomain) -> Result<(), String> {
         let tx = self.tx.map_or(Ok(()), |m| domain.unmap_raw(m));

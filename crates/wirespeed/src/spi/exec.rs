@@ -524,10 +524,27 @@ fn shift_dma(
         // unmap below; the driver returns only once the engine has stopped.
         None => Some(unsafe { TransferMapping::map(&domain, data) }.map_err(|reason| SpiError::Dma { index: i, reason })?),
     };
+    if let Some(m) = &fresh {
+        m.sync_for_device();
+    }
     let addrs = premapped.unwrap_or_else(|| fresh.as_ref().map(TransferMapping::addrs).unwrap_or_default());
-    // SAFETY: `addrs` are mapped in the controller's domain for `st.len`
-    // bytes with the access each needs, and stay mapped until after this call.
-    let timing = unsafe { hw.ctlr().transfer_dma(st.len, st.bits, addrs, completion, timeout_ns, in_flight) };
+    let ctlr = hw.ctlr();
+    let timing = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: `addrs` are mapped in the controller's domain for `st.len`
+        // bytes with the access each needs, and stay mapped until after this
+        // call (after a panic too: the engine is stopped before the unmap).
+        unsafe { ctlr.transfer_dma(st.len, st.bits, addrs, completion, timeout_ns, in_flight) }
+    }));
+    let timing = match timing {
+        Ok(t) => t,
+        Err(panic) => {
+            ctlr.abort();
+            if let Some(m) = fresh {
+                let _ = m.unmap(&domain);
+            }
+            std::panic::resume_unwind(panic);
+        }
+    };
     let unmapped = fresh.map_or(Ok(()), |m| m.unmap(&domain));
     let timing = timing.map_err(|f| transfer_error(f, i, timeout_ns))?;
     unmapped.map_err(|reason| SpiError::Dma { index: i, reason })?;

@@ -276,6 +276,9 @@ impl PreparedMessage {
 
     /// The RX bytes of transfer `i` from the last run.
     pub fn rx(&self, i: usize) -> Option<&[u8]> {
+        if let Some(m) = self.premapped.as_ref().and_then(|p| p.transfers.get(i)?.as_ref()) {
+            m.sync_for_cpu();
+        }
         match &self.transfers.get(i)?.buffers {
             Buffers::Read(r) | Buffers::Duplex(_, r) => Some(r),
             Buffers::Write(_) | Buffers::ReadOf(_) => None,
