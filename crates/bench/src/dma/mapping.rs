@@ -5,12 +5,20 @@
 //! over the window. Both allocators run on the same lab IOMMU in the same
 //! mode, interleaved round by round (magazines, global lock, magazines, …),
 //! so that what differs is the allocator alone.
+//!
+//! [`bound`] works out, from measurements of the same run, the most the
+//! 8-thread ratio can be on this machine (`dma.magazine_vs_lock_8t_bound`)
+//! and where a magazine pair's time goes (lab IOMMU, allocator, the rest of
+//! the domain); see [`Bound`] for how.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use wirespeed::dma::{AllocatorKind, DmaBuffer, DmaDomain, DomainConfig, Direction, IommuHw, IommuMode};
+use wirespeed::dma::{
+    AllocatorKind, DmaBuffer, DmaDomain, DomainConfig, Direction, GlobalLockAllocator, IommuHw, IommuHwError, IommuMode,
+    IovaAllocator, MagazineAllocator, Perm,
+};
 use wirespeed_time::now;
 
 use crate::stats::median;
@@ -120,4 +128,141 @@ pub fn run(
         points.push(ThreadPoint { threads: t, magazines_per_s: median(&mag), global_lock_per_s: median(&lock) });
     }
     Ok(points)
+}
+
+/// An IOMMU that does nothing (every request succeeds at once): the domain's
+/// software alone, for [`bound`].
+#[derive(Debug, Default)]
+pub struct NoopIommu;
+
+impl IommuHw for NoopIommu {
+    unsafe fn map_pages(&self, _iova: u64, _phys: u64, _len: u64, _perm: Perm) -> Result<(), IommuHwError> {
+        Ok(())
+    }
+    fn unmap_pages(&self, _iova: u64, _len: u64) -> Result<(), IommuHwError> {
+        Ok(())
+    }
+    fn invalidate(&self, _iova: u64, _len: u64) {}
+    fn invalidate_all(&self) {}
+    fn set_passthrough(&self, _on: bool) {}
+}
+
+/// One thread allocating and freeing a one-page IOVA for `win` with `a`
+/// alone (no domain, no IOMMU): alloc+free pairs per second.
+fn allocator_alone(a: &dyn IovaAllocator, win: Duration) -> Result<f64, String> {
+    let t0 = now();
+    let mut n = 0u64;
+    loop {
+        for _ in 0..64 {
+            let iova = a.alloc(1).ok_or("IOVA space exhausted")?;
+            a.free(iova, 1);
+        }
+        n += 64;
+        let ns = now().ns_since(t0);
+        if ns >= win.as_nanos() as u64 {
+            return Ok(n as f64 * 1e9 / ns.max(1) as f64);
+        }
+    }
+}
+
+/// What bounds `dma.magazine_vs_lock_8t` on this machine, from measurements
+/// of the same run.
+///
+/// The magazine path takes no contended lock, so at best its threads scale
+/// perfectly over the CPUs they can use: with `T` threads on `C` CPUs at
+/// most `min(T, C)` × its one-thread rate. Hence
+///
+/// `bound = min(T, C) × magazines_1t_per_s / global_lock_per_s(T)`
+///
+/// (`bound` below; the measured ratio cannot exceed it). The rest says why
+/// it is what it is: per one-thread map+unmap pair on magazines, `lab_ns`
+/// is what the lab IOMMU costs (PTE writes, settle/forget, the amortized
+/// `invalidate_all` of the lazy flushes: the pair on the lab minus the pair
+/// on [`NoopIommu`]), `allocator_ns` the magazine allocator alone (one
+/// thread's alloc+free with no domain), `domain_ns` the rest (the lazy flush
+/// queue, per-thread slot and counters, sync); and `zero_allocator_bound`
+/// the bound if the magazine allocator cost nothing at all:
+/// `min(T, C) × 1e9 / (pair_ns − allocator_ns) / global_lock_per_s(T)`.
+#[derive(Clone, Debug)]
+pub struct Bound {
+    /// Thread count `T` the bound is for.
+    pub threads: usize,
+    /// CPUs the process may use, `C`.
+    pub cpus: usize,
+    /// Magazines, 1 thread, on the lab IOMMU (pairs/s, median).
+    pub magazines_1t_per_s: f64,
+    /// Global lock, `T` threads, on the lab IOMMU (pairs/s, median).
+    pub global_lock_per_s: f64,
+    /// One magazine pair on the lab, ns (`1e9 / magazines_1t_per_s`).
+    pub pair_ns: f64,
+    /// Of which the lab IOMMU.
+    pub lab_ns: f64,
+    /// Of which the magazine allocator's alloc+free.
+    pub allocator_ns: f64,
+    /// Of which the rest of the domain (flush queue, slots, counters).
+    pub domain_ns: f64,
+    /// The global-lock allocator's alloc+free alone, 1 thread, ns.
+    pub global_lock_allocator_ns: f64,
+    /// Global lock, 1 thread, on [`NoopIommu`] (pairs/s): the allocator
+    /// comparison without the lab.
+    pub global_lock_noop_1t_per_s: f64,
+    /// Magazines, 1 thread, on [`NoopIommu`] (pairs/s).
+    pub magazines_noop_1t_per_s: f64,
+    /// The bound on the ratio at `T` threads.
+    pub bound: f64,
+    /// The bound with a magazine allocator that costs nothing.
+    pub zero_allocator_bound: f64,
+}
+
+/// Measures [`Bound`] at `threads` threads; `points` are the mapping run's
+/// (its 1-thread point and the `threads` point are used if there, measured
+/// here otherwise), medians of `rounds` windows of `win`.
+pub fn bound(
+    hw: &Arc<dyn IommuHw>,
+    mode: IommuMode,
+    points: &[ThreadPoint],
+    threads: usize,
+    rounds: u32,
+    win: Duration,
+) -> Result<Bound, String> {
+    let at = |t: usize| -> Result<ThreadPoint, String> {
+        match points.iter().find(|p| p.threads == t) {
+            Some(p) => Ok(p.clone()),
+            None => Ok(run(hw, mode, &[t], rounds, win)?.remove(0)),
+        }
+    };
+    let (one, many) = (at(1)?, at(threads)?);
+    let noop: Arc<dyn IommuHw> = Arc::new(NoopIommu);
+    let (mut mag_noop, mut lock_noop, mut mag_alone, mut lock_alone) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        mag_noop.push(window(&noop, mode, AllocatorKind::Magazines, 1, win)?.pairs_per_s());
+        lock_noop.push(window(&noop, mode, AllocatorKind::GlobalLock, 1, win)?.pairs_per_s());
+        let config = DomainConfig::default();
+        let m = MagazineAllocator::new(config.iova_base, config.iova_limit).map_err(|e| e.to_string())?;
+        mag_alone.push(allocator_alone(&m, win)?);
+        let g = GlobalLockAllocator::new(config.iova_base, config.iova_limit).map_err(|e| e.to_string())?;
+        lock_alone.push(allocator_alone(&g, win)?);
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let scale = threads.min(cpus) as f64;
+    let ns = |per_s: f64| 1e9 / per_s.max(f64::MIN_POSITIVE);
+    let pair_ns = ns(one.magazines_per_s);
+    let noop_pair_ns = ns(median(&mag_noop));
+    let allocator_ns = ns(median(&mag_alone));
+    let lock_rate = many.global_lock_per_s.max(f64::MIN_POSITIVE);
+    Ok(Bound {
+        threads,
+        cpus,
+        magazines_1t_per_s: one.magazines_per_s,
+        global_lock_per_s: many.global_lock_per_s,
+        pair_ns,
+        lab_ns: (pair_ns - noop_pair_ns).max(0.0),
+        allocator_ns,
+        domain_ns: (noop_pair_ns - allocator_ns).max(0.0),
+        global_lock_allocator_ns: ns(median(&lock_alone)),
+        global_lock_noop_1t_per_s: median(&lock_noop),
+        magazines_noop_1t_per_s: median(&mag_noop),
+        bound: scale * one.magazines_per_s / lock_rate,
+        zero_allocator_bound: scale * 1e9 / (pair_ns - allocator_ns).max(1.0) / lock_rate,
+    })
 }

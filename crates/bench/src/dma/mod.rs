@@ -99,6 +99,8 @@ impl DmaOptions {
 pub struct DmaReport {
     pub options: DmaOptions,
     pub mapping: Vec<mapping::ThreadPoint>,
+    /// What bounds the 8-thread ratio on this machine (`None` without an 8-thread point).
+    pub bound: Option<mapping::Bound>,
     pub bulk: bulk::Bulk,
     pub faults: faults::Faults,
 }
@@ -110,9 +112,14 @@ pub fn run(o: &DmaOptions) -> Result<DmaReport, String> {
     let iommu = lab.iommu(IommuConfig::default()).map_err(|e| e.to_string())?;
     let hw: Arc<dyn IommuHw> = Arc::new(LabIommu::new(iommu));
     let mapping = mapping::run(&hw, IommuMode::Lazy, &o.threads, o.rounds, o.window)?;
+    let bound = if o.threads.contains(&8) {
+        Some(mapping::bound(&hw, IommuMode::Lazy, &mapping, 8, o.rounds, o.window)?)
+    } else {
+        None
+    };
     let bulk = bulk::run(o.bulk_size, o.hz, o.bulk_msgs)?;
     let faults = faults::run(4096, o.hz, o.fault_msgs, o.fault_every)?;
-    Ok(DmaReport { options: o.clone(), mapping, bulk, faults })
+    Ok(DmaReport { options: o.clone(), mapping, bound, bulk, faults })
 }
 
 impl DmaReport {
@@ -145,6 +152,20 @@ impl DmaReport {
             "scenario": "dma",
             "dma": {
                 "magazine_vs_lock_8t": self.ratio_at(8).map(|r| round(r, 3)),
+                "magazine_vs_lock_8t_bound": self.bound.as_ref().map(|b| round(b.bound, 3)),
+                "magazine_vs_lock_8t_bound_detail": self.bound.as_ref().map(|b| json!({
+                    "cpus": b.cpus,
+                    "magazines_1t_pairs_per_s": round(b.magazines_1t_per_s, 0),
+                    "global_lock_8t_pairs_per_s": round(b.global_lock_per_s, 0),
+                    "pair_ns": round(b.pair_ns, 1),
+                    "lab_ns": round(b.lab_ns, 1),
+                    "allocator_ns": round(b.allocator_ns, 1),
+                    "domain_ns": round(b.domain_ns, 1),
+                    "global_lock_allocator_ns": round(b.global_lock_allocator_ns, 1),
+                    "magazines_noop_1t_pairs_per_s": round(b.magazines_noop_1t_per_s, 0),
+                    "global_lock_noop_1t_pairs_per_s": round(b.global_lock_noop_1t_per_s, 0),
+                    "zero_allocator_bound": round(b.zero_allocator_bound, 3),
+                })),
                 "mapping_mode": "lazy",
                 "mapping": mapping,
                 "lazy_vs_none": round(self.bulk.vs_none("lazy"), 5),
@@ -177,6 +198,18 @@ impl DmaReport {
             ]);
         }
         out += &t.render();
+        if let Some(b) = &self.bound {
+            out += &format!(
+                "8-thread ratio bound on {} CPUs: {:.2} (magazines' 1-thread rate × {} ÷ the global lock's 8-thread rate); one magazine pair {:.1} ns = lab {:.1} + allocator {:.1} + domain {:.1}\n",
+                b.cpus,
+                b.bound,
+                b.cpus.min(8),
+                b.pair_ns,
+                b.lab_ns,
+                b.allocator_ns,
+                b.domain_ns
+            );
+        }
         out += &format!(
             "\nbulk SPI DMA, {} bytes per transfer at {} Hz (wire limit {:.3} MB/s)\n",
             self.bulk.size,

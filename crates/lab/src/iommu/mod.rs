@@ -8,7 +8,11 @@
 //!
 //! An [`Iommu`] has three faces:
 //! - **Software (the driver)**: [`map`](Iommu::map) writes PTEs and costs no
-//!   lab time (seed 003: "a single 64-bit write of the PTE").
+//!   lab time (seed 003: "a single 64-bit write of the PTE"). The page
+//!   table is updated as hardware tables are, with atomic PTE writes and no
+//!   lock, so threads mapping different pages do not wait for one another
+//!   (`table.rs`); only the device side (IOTLB, counters, fault log) is
+//!   under a lock, which `map` and `unmap` never take.
 //!   [`unmap`](Iommu::unmap) clears PTEs only: translations the IOTLB still
 //!   holds keep working until [`invalidate`](Iommu::invalidate) or
 //!   [`invalidate_all`](Iommu::invalidate_all) drops them, and the caller
@@ -167,9 +171,11 @@ pub(crate) trait DmaClient: Send + Sync {
     fn forget(self: Arc<Self>);
 }
 
+/// The device side: what translations and invalidations change. Software's
+/// `map` and `unmap` never take its lock.
 struct State {
-    table: PageTable,
     iotlb: Iotlb,
+    /// Counters (`mapped_pages` is read from the table).
     stats: IommuStats,
     faults: VecDeque<DmaFault>,
 }
@@ -177,8 +183,14 @@ struct State {
 struct Inner {
     config: IommuConfig,
     passthrough: AtomicBool,
+    /// The page table: atomic PTEs, no lock (see `table.rs`).
+    table: PageTable,
     state: SpinLock<State>,
     clients: RwLock<Vec<Weak<dyn DmaClient>>>,
+    /// Whether `clients` has ever held a client: until then map and unmap
+    /// skip it (one load of a line nobody writes, instead of the read lock's
+    /// shared counter).
+    has_clients: AtomicBool,
 }
 
 /// Handle to an emulated IOMMU. Clones share it.
@@ -228,7 +240,6 @@ impl Iommu {
     /// An IOMMU with `config`, which [`IommuConfig::validate`] accepts.
     pub(crate) fn build(config: IommuConfig) -> Iommu {
         let state = State {
-            table: PageTable::default(),
             iotlb: Iotlb::new(config.iotlb_entries),
             stats: IommuStats::default(),
             faults: VecDeque::new(),
@@ -237,8 +248,10 @@ impl Iommu {
             inner: Arc::new(Inner {
                 config,
                 passthrough: AtomicBool::new(false),
+                table: PageTable::default(),
                 state: SpinLock::new(state),
                 clients: RwLock::new(Vec::new()),
+                has_clients: AtomicBool::new(false),
             }),
         }
     }
@@ -253,9 +266,13 @@ impl Iommu {
         let mut clients = self.inner.clients.write().unwrap_or_else(|e| e.into_inner());
         clients.retain(|c| c.strong_count() > 0);
         clients.push(client);
+        self.inner.has_clients.store(true, Ordering::SeqCst);
     }
 
     fn settle_clients(&self) {
+        if !self.inner.has_clients.load(Ordering::SeqCst) {
+            return;
+        }
         let clients = self.inner.clients.read().unwrap_or_else(|e| e.into_inner());
         for c in clients.iter().filter_map(Weak::upgrade) {
             c.settle();
@@ -263,6 +280,9 @@ impl Iommu {
     }
 
     fn forget_in_clients(&self) {
+        if !self.inner.has_clients.load(Ordering::SeqCst) {
+            return;
+        }
         let clients = self.inner.clients.read().unwrap_or_else(|e| e.into_inner());
         for c in clients.iter().filter_map(Weak::upgrade) {
             c.forget();
@@ -294,12 +314,17 @@ impl Iommu {
             return Err(IommuError::NoPermission);
         }
         self.settle_clients();
-        let mut st = self.inner.state.lock();
-        if let Some(vpn) = st.table.first_mapped(pages(iova, len)) {
+        let table = &self.inner.table;
+        let vpns = pages(iova, len);
+        // One page: the PTE's compare-and-swap is the check.
+        let conflict = if vpns.end - vpns.start > 1 { table.first_mapped(vpns.clone()) } else { None };
+        if let Some(vpn) = conflict {
             return Err(IommuError::AlreadyMapped { iova: vpn << PAGE_SHIFT });
         }
-        st.table.map(pages(iova, len), phys >> PAGE_SHIFT, perm);
-        st.stats.mapped_pages = st.table.len() as u64;
+        if let Err(vpn) = table.map(vpns, phys >> PAGE_SHIFT, perm) {
+            // Mapped already (or, for a range, mapped by another thread since the check): nothing is mapped.
+            return Err(IommuError::AlreadyMapped { iova: vpn << PAGE_SHIFT });
+        }
         Ok(())
     }
 
@@ -312,13 +337,16 @@ impl Iommu {
     pub fn unmap(&self, iova: u64, len: u64) -> Result<(), IommuError> {
         check_range("iova", iova, len, IOVA_BITS)?;
         self.settle_clients();
-        {
-            let mut st = self.inner.state.lock();
-            if let Some(vpn) = st.table.first_unmapped(pages(iova, len)) {
-                return Err(IommuError::NotMapped { iova: vpn << PAGE_SHIFT });
-            }
-            st.table.unmap(pages(iova, len));
-            st.stats.mapped_pages = st.table.len() as u64;
+        let table = &self.inner.table;
+        let vpns = pages(iova, len);
+        // One page: the PTE's compare-and-swap is the check.
+        let conflict = if vpns.end - vpns.start > 1 { table.first_unmapped(vpns.clone()) } else { None };
+        if let Some(vpn) = conflict {
+            return Err(IommuError::NotMapped { iova: vpn << PAGE_SHIFT });
+        }
+        if let Err(vpn) = table.unmap(vpns) {
+            // Not mapped (or, for a range, unmapped by another thread since the check): nothing is unmapped.
+            return Err(IommuError::NotMapped { iova: vpn << PAGE_SHIFT });
         }
         self.forget_in_clients();
         Ok(())
@@ -399,7 +427,7 @@ impl Iommu {
         if let Some(cached) = st.iotlb.lookup(vpn) {
             if cached.perm.allows(write) {
                 st.stats.iotlb_hits += 1;
-                let stale = st.table.get(vpn).is_none_or(|pte| pte.ppn != cached.ppn || !pte.perm.allows(write));
+                let stale = self.inner.table.get(vpn).is_none_or(|pte| pte.ppn != cached.ppn || !pte.perm.allows(write));
                 if stale {
                     st.stats.stale_hits += 1;
                 }
@@ -409,7 +437,7 @@ impl Iommu {
         }
         st.stats.iotlb_misses += 1;
         st.stats.walks += 1;
-        let reason = match st.table.get(vpn) {
+        let reason = match self.inner.table.get(vpn) {
             Some(pte) if pte.perm.allows(write) => {
                 st.iotlb.fill(vpn, pte);
                 let walk_ns = self.inner.config.walk_ns;
@@ -429,7 +457,9 @@ impl Iommu {
 
     /// Backdoor: the counters.
     pub fn stats(&self) -> IommuStats {
-        self.inner.state.lock().stats
+        let mut s = self.inner.state.lock().stats;
+        s.mapped_pages = self.mapped_pages();
+        s
     }
 
     /// Backdoor: the last [`FAULT_LOG_CAPACITY`] faults, oldest first; the
@@ -446,12 +476,12 @@ impl Iommu {
 
     /// Backdoor: pages mapped now.
     pub fn mapped_pages(&self) -> u64 {
-        self.inner.state.lock().table.len() as u64
+        self.inner.table.len() as u64
     }
 
     /// Backdoor: whether the page holding `iova` is mapped.
     pub fn is_mapped(&self, iova: u64) -> bool {
-        self.inner.state.lock().table.get(iova >> PAGE_SHIFT).is_some()
+        self.inner.table.get(iova >> PAGE_SHIFT).is_some()
     }
 
     /// Backdoor: whether the IOTLB holds a translation of the page holding `iova`.

@@ -197,3 +197,38 @@ fn an_iommu_handle_is_shared_between_threads_and_stays_exact_under_contention() 
     assert_eq!((s.iotlb_hits + s.iotlb_misses, s.invalidations, s.stale_hits, s.faults), (4 * rounds, 4 * rounds, 0, 0));
     assert_eq!((s.walks, s.mapped_pages, mmu.iotlb_len()), (s.iotlb_misses, 0, 0));
 }
+
+#[test]
+fn threads_map_and_unmap_concurrently_and_racing_ranges_are_all_or_nothing() {
+    let mmu = iommu();
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let mmu = &mmu;
+            s.spawn(move || {
+                for i in 0..2000u64 {
+                    let iova = IOVA + ((t * 2000 + i) % 600) * 4096 * 4 + t * 4096;
+                    // SAFETY: no device access touches memory in this test.
+                    unsafe { mmu.map(iova, 0x7000_0000, 4096, Perm::READ) }.unwrap();
+                    mmu.unmap(iova, 4096).unwrap();
+                }
+            });
+        }
+        // Two threads race for overlapping 3-page ranges: each attempt maps all
+        // three pages or none.
+        for t in 0..2u64 {
+            let mmu = &mmu;
+            s.spawn(move || {
+                for _ in 0..2000 {
+                    let base = 0x4000_0000 + t * 4096;
+                    // SAFETY: as above.
+                    if unsafe { mmu.map(base, 0x7000_0000, 3 * 4096, Perm::WRITE) }.is_ok() {
+                        assert!((0..3).all(|p| mmu.is_mapped(base + p * 4096)));
+                        mmu.unmap(base, 3 * 4096).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(mmu.mapped_pages(), 0);
+    assert_eq!(mmu.stats().mapped_pages, 0);
+}

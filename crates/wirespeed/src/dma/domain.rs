@@ -5,9 +5,9 @@
 //!
 //! Hot path (strict or lazy, magazines, a thread that has mapped before):
 //! map = a thread-local lookup, an IOVA from the thread's magazine (its
-//! uncontended mutex), the PTE writes; unmap = the PTE clears, then either
+//! uncontended [`SlotLock`]), the PTE writes; unmap = the PTE clears, then either
 //! the range invalidation and the IOVA back into the magazine (strict) or an
-//! entry in the thread's flush queue (lazy, its uncontended mutex). No
+//! entry in the thread's flush queue (lazy, its uncontended lock). No
 //! allocation, no lock another thread takes in the common case.
 
 use super::buffer::DmaBuffer;
@@ -19,7 +19,8 @@ use super::hw::{Direction, IommuHw};
 use super::iova::{GlobalLockAllocator, IovaAllocator, IovaStats, MagazineAllocator};
 use super::mapping::{Mapping, RawMapping};
 use super::per_thread::{self, ThreadSlot};
-use super::stats::{bump, Counters, DmaStats};
+use super::slot_lock::SlotLock;
+use super::stats::{bump, bump_own, Counters, DmaStats};
 use std::fmt;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,6 +51,16 @@ impl Iova {
         match self {
             Iova::Magazines(a) => a.free(iova, pages),
             Iova::Global(a) => a.free(iova, pages),
+        }
+    }
+
+    /// Frees the ranges `f` hands to the function it is given: the magazine
+    /// allocator looks up the thread's caches once for all of them; the
+    /// global-lock one takes its lock per range, as Linux's `free_iova`.
+    fn free_many(&self, f: impl FnOnce(&mut dyn FnMut(u64, u64))) {
+        match self {
+            Iova::Magazines(a) => a.free_many(f),
+            Iova::Global(a) => f(&mut |iova, pages| a.free(iova, pages)),
         }
     }
 
@@ -86,7 +97,7 @@ pub(crate) struct Inner {
 /// A thread's counters and flush queue in one domain.
 struct Slot {
     counters: Counters,
-    fq: Mutex<FlushQueue>,
+    fq: SlotLock<FlushQueue>,
     owner: Weak<Inner>,
 }
 
@@ -130,7 +141,7 @@ impl Inner {
             || {
                 let slot = Arc::new(Slot {
                     counters: Counters::default(),
-                    fq: Mutex::new(FlushQueue::new(if self.config.mode == IommuMode::Lazy {
+                    fq: SlotLock::new(FlushQueue::new(if self.config.mode == IommuMode::Lazy {
                         self.config.lazy.queue_entries
                     } else {
                         0
@@ -146,13 +157,12 @@ impl Inner {
 
     /// Bumps a per-thread counter.
     fn count(&self, which: fn(&Counters) -> &AtomicU64) {
-        if self.with_slot(|s| bump(which(&s.counters))).is_none() {
+        if self.with_slot(|s| bump_own(which(&s.counters))).is_none() {
             bump(which(&self.shared));
         }
     }
 
     fn alloc_iova(&self, pages: u64) -> Result<u64, DmaError> {
-        let space_pages = self.iova.global().space_pages();
         if let Some(iova) = self.iova.alloc(pages) {
             return Ok(iova);
         }
@@ -162,7 +172,7 @@ impl Inner {
                 return Ok(iova);
             }
         }
-        Err(DmaError::IovaExhausted { pages, space_pages })
+        Err(DmaError::IovaExhausted { pages, space_pages: self.iova.global().space_pages() })
     }
 
     /// One `invalidate_all`, numbered so queued entries know whether it covers them.
@@ -178,9 +188,18 @@ impl Inner {
         drop(e.keep); // the memory may go now: no translation of it is left
     }
 
+    /// Frees the entries of `q` a finished flush covers (one batch).
     fn free_done(&self, q: &mut FlushQueue) {
         let finished = self.flush_finished.load(Ordering::SeqCst);
-        q.pop_done(finished, |e| self.free_entry(e));
+        if !q.front_done(finished) {
+            return;
+        }
+        self.iova.free_many(|free| {
+            q.pop_done(finished, |e| {
+                free(e.iova, e.pages);
+                drop(e.keep); // the memory may go now: no translation of it is left
+            })
+        });
     }
 
     /// Flushes every thread's queue with one `invalidate_all` if anything is
@@ -188,13 +207,13 @@ impl Inner {
     fn flush_queues(&self) -> bool {
         let Some(hw) = self.translating() else { return false };
         let reg = lock(&self.slots);
-        if reg.iter().all(|s| lock(&s.fq).is_empty()) {
+        if reg.iter().all(|s| s.fq.lock().is_empty()) {
             return false;
         }
         self.flush_hw(hw);
         bump(&self.shared.flushes);
         for s in reg.iter() {
-            self.free_done(&mut lock(&s.fq));
+            self.free_done(&mut s.fq.lock());
         }
         true
     }
@@ -203,7 +222,7 @@ impl Inner {
     fn retire(&self, slot: &Slot) {
         let mut reg = lock(&self.slots);
         slot.counters.retire_into(&self.shared);
-        let mut q = lock(&slot.fq);
+        let mut q = slot.fq.lock();
         if !q.is_empty() {
             if let Some(hw) = self.translating() {
                 self.flush_hw(hw);
@@ -215,11 +234,12 @@ impl Inner {
         reg.retain(|s| !std::ptr::eq(Arc::as_ptr(s), slot));
     }
 
-    /// Lazy unmap, after the PTEs were cleared: queue the range.
+    /// Lazy unmap, after the PTEs were cleared: queue the range (and count the unmap).
     fn enqueue(&self, hw: &dyn IommuHw, iova: u64, pages: u64, keep: Keep) {
         let mut entry = Some(Entry { iova, pages, gen: 0, keep });
         let arm = self.with_slot(|slot| {
-            let mut q = lock(&slot.fq);
+            bump_own(&slot.counters.unmaps);
+            let mut q = slot.fq.lock();
             self.free_done(&mut q);
             if q.is_full() {
                 self.flush_hw(hw);
@@ -235,6 +255,7 @@ impl Inner {
         });
         if let Some(e) = entry {
             // No thread-local queue (the thread is exiting): flush now.
+            bump(&self.shared.unmaps);
             self.flush_hw(hw);
             bump(&self.shared.flushes);
             self.free_entry(e);
@@ -263,8 +284,8 @@ impl Inner {
             std::mem::forget(keep);
             return Err(DmaError::Hardware { iova, len, error });
         }
-        self.count(|c| &c.unmaps);
         if self.config.mode == IommuMode::Strict {
+            self.count(|c| &c.unmaps);
             hw.invalidate(iova, len);
             self.count(|c| &c.invalidations);
             self.iova.free(iova, pages);
@@ -377,9 +398,23 @@ impl DmaDomain {
                 if pages > space_pages {
                     return Err(DmaError::TooLarge { len, pages, space_pages });
                 }
-                // SAFETY: forwarded from the caller.
-                let iova = unsafe { i.map_pages(hw, page_phys, pages, dir) }?;
-                RawMapping::new(iova + phys % PAGE, len, iova, pages, dir, i.id)
+                // One look-up of the thread's slot for the mapping and its count.
+                let in_slot = i.with_slot(|slot| {
+                    // SAFETY: forwarded from the caller.
+                    let iova = unsafe { i.map_pages(hw, page_phys, pages, dir) }?;
+                    bump_own(&slot.counters.maps);
+                    Ok(iova)
+                });
+                let iova = match in_slot {
+                    Some(r) => r?,
+                    None => {
+                        // SAFETY: forwarded from the caller.
+                        let iova = unsafe { i.map_pages(hw, page_phys, pages, dir) }?;
+                        bump(&i.shared.maps);
+                        iova
+                    }
+                };
+                return Ok(RawMapping::new(iova + phys % PAGE, len, iova, pages, dir, i.id));
             }
         };
         i.count(|c| &c.maps);
@@ -460,7 +495,7 @@ impl DmaDomain {
         i.shared.add_to(&mut s);
         for slot in lock(&i.slots).iter() {
             slot.counters.add_to(&mut s);
-            s.lazy_pending += lock(&slot.fq).len() as u64;
+            s.lazy_pending += slot.fq.lock().len() as u64;
         }
         s.iova = i.iova.stats();
         s

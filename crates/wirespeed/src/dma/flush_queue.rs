@@ -60,6 +60,11 @@ impl FlushQueue {
         self.ring.push_back(e);
     }
 
+    /// Whether the oldest entry is covered by a finished flush (`gen < finished`).
+    pub(crate) fn front_done(&self, finished: u64) -> bool {
+        self.ring.front().is_some_and(|e| e.gen < finished)
+    }
+
     /// Pops the entries a finished flush covers (`gen < finished`), oldest
     /// first, handing each to `free`. Entries are queued in `gen` order.
     pub(crate) fn pop_done(&mut self, finished: u64, mut free: impl FnMut(Entry)) {

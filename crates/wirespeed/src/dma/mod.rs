@@ -57,6 +57,7 @@ mod iova;
 mod mapping;
 mod per_thread;
 mod sg;
+mod slot_lock;
 mod stats;
 pub mod testing;
 

@@ -61,6 +61,12 @@ pub(crate) fn new_owner_id() -> u64 {
 pub(crate) fn with<S: ThreadSlot, R>(owner: u64, make: impl FnOnce() -> Arc<S>, f: impl FnOnce(&S) -> R) -> Option<R> {
     let ptr = TABLE
         .try_with(|t| {
+            // The common case reads the table only (no write of the borrow flag).
+            if let Ok(t) = t.try_borrow() {
+                if let Some(e) = t.0.iter().find(|e| e.owner == owner) {
+                    return (e.ty == TypeId::of::<S>()).then_some(e.ptr as *const S);
+                }
+            }
             let mut t = t.try_borrow_mut().ok()?;
             if let Some(e) = t.0.iter().find(|e| e.owner == owner) {
                 return (e.ty == TypeId::of::<S>()).then_some(e.ptr as *const S);

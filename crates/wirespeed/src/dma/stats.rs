@@ -45,6 +45,13 @@ pub(crate) fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
 }
 
+/// Adds 1 to a counter of the calling thread's own slot: a load and a store,
+/// not a read-modify-write (a locked instruction on x86), since no other
+/// thread writes it (readers only sum; the owner itself moves it out at exit).
+pub(crate) fn bump_own(c: &AtomicU64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+}
+
 impl Counters {
     /// Adds these counts to `s`.
     pub(crate) fn add_to(&self, s: &mut DmaStats) {

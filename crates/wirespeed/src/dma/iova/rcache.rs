@@ -2,14 +2,14 @@
 //! bounded depot per size class, the global allocator behind them.
 //!
 //! Per-thread state lives in a slot (see `per_thread.rs`) holding one
-//! [`ClassCache`] per size class under a **per-thread mutex**. The mutex is
-//! uncontended on the fast path: only the owning thread takes it, except
+//! [`ClassCache`] per size class under a **per-thread lock** (a spin lock,
+//! `slot_lock.rs`). The lock is uncontended on the fast path: only the owning thread takes it, except
 //! when [`drain_caches`](MagazineAllocator::drain_caches) (or an allocation
 //! that found the space exhausted, as Linux's `free_cpu_cached_iovas`) reaches
-//! into other threads' caches, and that is why it is a mutex and not a
+//! into other threads' caches, and that is why it is a lock and not a
 //! `RefCell` — the same choice as Linux, whose per-CPU rcache has a spinlock
 //! that only its CPU takes in the common case. An uncontended lock/unlock is
-//! two atomic operations on a cache line the thread owns.
+//! one compare-and-swap and one store on a cache line the thread owns.
 //!
 //! A thread's slot is returned when the thread exits (full magazines to the
 //! depot, the rest to the global allocator). When the allocator is dropped,
@@ -22,6 +22,7 @@ use super::{
 };
 use crate::dma::error::DmaError;
 use crate::dma::per_thread::{self, ThreadSlot};
+use crate::dma::slot_lock::SlotLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -54,7 +55,7 @@ struct Retired {
 
 #[derive(Debug)]
 struct Slot {
-    classes: Mutex<[ClassCache; NUM_CLASSES]>,
+    classes: SlotLock<[ClassCache; NUM_CLASSES]>,
     owner: Weak<Shared>,
 }
 
@@ -64,7 +65,7 @@ impl ThreadSlot for Slot {
         {
             // Lock order everywhere: registry, then a thread's classes.
             let mut slots = lock_std(&shared.slots);
-            let mut classes = lock_std(&self.classes);
+            let mut classes = self.classes.lock();
             for (c, depot) in classes.iter_mut().zip(&shared.depots) {
                 c.retire(depot, &shared.global);
                 let r = &shared.retired;
@@ -116,13 +117,13 @@ impl MagazineAllocator {
             shared.id,
             || {
                 let slot = Arc::new(Slot {
-                    classes: Mutex::new(std::array::from_fn(|i| ClassCache::new(1 << i, MAGAZINE_SIZE))),
+                    classes: SlotLock::new(std::array::from_fn(|i| ClassCache::new(1 << i, MAGAZINE_SIZE))),
                     owner: Arc::downgrade(shared),
                 });
                 lock_std(&shared.slots).push(slot.clone());
                 slot
             },
-            |slot: &Slot| f(&mut lock_std(&slot.classes)),
+            |slot: &Slot| f(&mut slot.classes.lock()),
         )
     }
 
@@ -134,7 +135,7 @@ impl MagazineAllocator {
         shared.drains.fetch_add(1, Ordering::Relaxed);
         let slots: Vec<Arc<Slot>> = lock_std(&shared.slots).clone();
         for slot in slots {
-            let mut classes = lock_std(&slot.classes);
+            let mut classes = slot.classes.lock();
             for c in classes.iter_mut() {
                 c.flush(&shared.global);
             }
@@ -153,7 +154,7 @@ impl MagazineAllocator {
         let shared = &self.shared;
         let mut n: u64 = shared.depots.iter().map(|d| d.cached() as u64).sum();
         for slot in lock_std(&shared.slots).iter() {
-            n += lock_std(&slot.classes).iter().map(|c| c.len() as u64).sum::<u64>();
+            n += slot.classes.lock().iter().map(|c| c.len() as u64).sum::<u64>();
         }
         n
     }
@@ -180,7 +181,7 @@ impl MagazineAllocator {
         s.depot_spills = r.depot_spills.load(Ordering::Relaxed);
         s.cache_drains = shared.drains.load(Ordering::Relaxed);
         for slot in lock_std(&shared.slots).iter() {
-            for c in lock_std(&slot.classes).iter() {
+            for c in slot.classes.lock().iter() {
                 s.cache_hits += c.counts.hits;
                 s.cache_frees += c.counts.frees;
                 s.depot_gets += c.counts.depot_gets;
@@ -217,18 +218,57 @@ impl IovaAllocator for MagazineAllocator {
 
     fn free(&self, iova: u64, pages: u64) {
         let shared = &self.shared;
-        let Some(class) = class_of(pages) else {
-            return shared.global.free(iova, pages);
+        let Some((class, size)) = shared.cacheable(iova, pages) else {
+            return shared.free_uncached(iova, pages);
         };
-        let size = 1u64 << class;
-        // A misaligned or foreign IOVA cannot be one we handed out for this class.
-        let (base, limit) = shared.global.range();
-        if !iova.is_multiple_of(size * super::PAGE) || iova < base || iova >= limit {
-            return shared.global.free(iova, size); // refused and counted there
-        }
         let depot = &shared.depots[class];
         if self.with_caches(|c| c[class].free(iova, depot, &shared.global)).is_none() {
             shared.global.free(iova, size);
+        }
+    }
+}
+
+impl Shared {
+    /// The class of a freed range and the size the caches hand out for it, or
+    /// `None` for a range the caches do not take (too large, or misaligned
+    /// or foreign: not one we handed out for its class).
+    fn cacheable(&self, iova: u64, pages: u64) -> Option<(usize, u64)> {
+        let class = class_of(pages)?;
+        let size = 1u64 << class;
+        let (base, limit) = self.global.range();
+        (iova.is_multiple_of(size * super::PAGE) && iova >= base && iova < limit).then_some((class, size))
+    }
+
+    /// A free the caches do not take, to the global allocator (refused and
+    /// counted there if it is not a range it handed out).
+    fn free_uncached(&self, iova: u64, pages: u64) {
+        let size = match class_of(pages) {
+            Some(class) => 1u64 << class,
+            None => pages,
+        };
+        self.global.free(iova, size);
+    }
+}
+
+impl MagazineAllocator {
+    /// Frees many ranges with one look-up (and one lock) of this thread's
+    /// caches: `f` is handed the function that frees one `(iova, pages)`.
+    /// For a lazy flush queue's entries after their flush.
+    pub(crate) fn free_many(&self, f: impl FnOnce(&mut dyn FnMut(u64, u64))) {
+        let shared = &self.shared;
+        let mut f = Some(f);
+        let done = self.with_caches(|c| {
+            if let Some(f) = f.take() {
+                f(&mut |iova, pages| match shared.cacheable(iova, pages) {
+                    Some((class, _)) => c[class].free(iova, &shared.depots[class], &shared.global),
+                    None => shared.free_uncached(iova, pages),
+                });
+            }
+        });
+        if done.is_none() {
+            if let Some(f) = f {
+                f(&mut |iova, pages| self.free(iova, pages));
+            }
         }
     }
 }
