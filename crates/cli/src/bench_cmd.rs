@@ -37,9 +37,10 @@ pub enum BenchCommand {
         /// SPI clock in Hz.
         #[arg(long, default_value_t = SpiOptions::default().hz)]
         hz: u32,
-        /// Messages per policy.
-        #[arg(long, default_value_t = SpiOptions::default().msgs)]
-        count: u64,
+        /// Messages per policy [default: 20000, fewer for long messages: as
+        /// many as take about 10 s of wire time, at least 100].
+        #[arg(long)]
+        count: Option<u64>,
         /// Interleaved rounds the messages are split into.
         #[arg(long, default_value_t = SpiOptions::default().rounds)]
         rounds: u32,
@@ -49,9 +50,10 @@ pub enum BenchCommand {
         /// Threads of the sync/async comparison (0 skips it; at most 256).
         #[arg(long, default_value_t = SpiOptions::default().async_threads)]
         threads: usize,
-        /// Messages per thread in the sync/async comparison.
-        #[arg(long, default_value_t = SpiOptions::default().async_msgs)]
-        thread_msgs: usize,
+        /// Messages per thread in the sync/async comparison [default: 10000,
+        /// fewer for long messages: all threads' together about 10 s of wire, at least 50].
+        #[arg(long)]
+        thread_msgs: Option<usize>,
         /// Write the bus trace of 20 fast and 20 classic messages as VCD to this file.
         #[arg(long)]
         vcd: Option<std::path::PathBuf>,
@@ -291,11 +293,11 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             let opts = SpiOptions {
                 size,
                 hz,
-                msgs: count,
+                msgs: count.unwrap_or_else(|| SpiOptions::messages_for(size, hz)),
                 rounds,
                 ablation: !no_ablation,
                 async_threads: threads,
-                async_msgs: thread_msgs,
+                async_msgs: thread_msgs.unwrap_or_else(|| SpiOptions::thread_messages_for(size, hz, threads)),
                 target: dev,
                 ..SpiOptions::default()
             };

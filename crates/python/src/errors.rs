@@ -32,9 +32,7 @@ pub fn spi(e: SpiError) -> PyErr {
     match e {
         SpiError::Invalid(i) => invalid(i),
         SpiError::Timeout { .. } => PyTimeoutError::new_err(text),
-        SpiError::Controller { .. } | SpiError::ChipSelect(_) | SpiError::DmaFault { .. } => {
-            os_error(libc::EIO, text)
-        }
+        SpiError::Controller { .. } | SpiError::ChipSelect(_) | SpiError::DmaFault { .. } => os_error(libc::EIO, text),
         SpiError::Dma { .. } => os_error(libc::ENOMEM, text),
         SpiError::BusGone => os_error(libc::ENODEV, text),
         SpiError::CalledFromCallback | SpiError::LockedByCaller => PyRuntimeError::new_err(text),

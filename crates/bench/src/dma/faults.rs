@@ -28,7 +28,10 @@ struct SkipMaps {
 
 impl SkipMaps {
     fn last_skipped_covers(&self, addr: u64) -> bool {
-        self.last_skipped.lock().unwrap_or_else(|e| e.into_inner()).is_some_and(|(iova, len)| (iova..iova + len).contains(&addr))
+        self.last_skipped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|(iova, len)| (iova..iova + len).contains(&addr))
     }
     fn take_skipped(&self, iova: u64) -> bool {
         let mut s = self.skipped.lock().unwrap_or_else(|e| e.into_inner());
@@ -85,7 +88,13 @@ pub fn run(size: usize, hz: u32, messages: u64, every: u64) -> Result<Faults, St
     let skip: Arc<Mutex<Option<Arc<SkipMaps>>>> = Arc::default();
     let slot = skip.clone();
     let rig = DmaRig::new(IommuMode::Strict, hz, move |inner| {
-        let s = Arc::new(SkipMaps { inner, every: every.max(1), maps: AtomicU64::new(0), skipped: Mutex::default(), last_skipped: Mutex::default() });
+        let s = Arc::new(SkipMaps {
+            inner,
+            every: every.max(1),
+            maps: AtomicU64::new(0),
+            skipped: Mutex::default(),
+            last_skipped: Mutex::default(),
+        });
         *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(s.clone());
         s
     })?;
@@ -103,7 +112,9 @@ pub fn run(size: usize, hz: u32, messages: u64, every: u64) -> Result<Faults, St
             f.injected += 1;
         }
         match r {
-            Err(SpiError::DmaFault { device_addr, .. }) if injected && skip.last_skipped_covers(device_addr) => f.caught += 1,
+            Err(SpiError::DmaFault { device_addr, .. }) if injected && skip.last_skipped_covers(device_addr) => {
+                f.caught += 1
+            }
             Ok(()) if !injected && rx == tx => {}
             _ => f.collateral += u64::from(!injected),
         }

@@ -16,8 +16,8 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use wirespeed::dma::{
-    AllocatorKind, DmaBuffer, DmaDomain, DomainConfig, Direction, GlobalLockAllocator, IommuHw, IommuHwError, IommuMode,
-    IovaAllocator, MagazineAllocator, Perm,
+    AllocatorKind, Direction, DmaBuffer, DmaDomain, DomainConfig, GlobalLockAllocator, IommuHw, IommuHwError,
+    IommuMode, IovaAllocator, MagazineAllocator, Perm,
 };
 use wirespeed_time::now;
 

@@ -88,7 +88,10 @@ impl DmaOptions {
             return Err(format!("--bulk-size {}: allowed 1..=16777216 bytes", self.bulk_size));
         }
         if self.fault_every < 2 {
-            return Err(format!("--fault-every {}: allowed ≥ 2 (1 would leave no message to check against)", self.fault_every));
+            return Err(format!(
+                "--fault-every {}: allowed ≥ 2 (1 would leave no message to check against)",
+                self.fault_every
+            ));
         }
         Ok(())
     }

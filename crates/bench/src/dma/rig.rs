@@ -48,9 +48,8 @@ impl DmaRig {
             }
         };
         let hw = iommu.as_ref().map(|i| wrap(Arc::new(LabIommu::new(i.clone())) as Arc<dyn IommuHw>));
-        let domain = Arc::new(
-            DmaDomain::new(hw, DomainConfig { mode, ..DomainConfig::default() }).map_err(|e| e.to_string())?,
-        );
+        let domain =
+            Arc::new(DmaDomain::new(hw, DomainConfig { mode, ..DomainConfig::default() }).map_err(|e| e.to_string())?);
         let spi = LabSpi::with_dma(block, domain.clone());
         let bus = Bus::try_new(spi, Policy::fast()).map_err(|e| e.to_string())?;
         let dev = bus.device(DeviceConfig::new(0, hz)).map_err(|e| e.to_string())?;

@@ -99,6 +99,27 @@ pub struct SpiOptions {
     pub target: Target,
 }
 
+/// The wire time the default message counts aim at, per policy (and for all
+/// threads of the sync/async comparison together).
+const DEFAULT_WIRE_BUDGET_NS: u64 = 10_000_000_000;
+
+impl SpiOptions {
+    /// The default messages per policy for `size`-byte messages at `hz`:
+    /// 20,000, or as many as take about 10 s of wire if fewer, at least 100.
+    pub fn messages_for(size: usize, hz: u32) -> u64 {
+        let wire_ns = (size as u64 * 8 * 1_000_000_000).div_ceil(u64::from(hz.max(1))).max(1);
+        (DEFAULT_WIRE_BUDGET_NS / wire_ns).clamp(100, SpiOptions::default().msgs)
+    }
+
+    /// The default messages per thread of the sync/async comparison: 10,000,
+    /// or as many as take about 10 s of wire for all `threads`, at least 50.
+    pub fn thread_messages_for(size: usize, hz: u32, threads: usize) -> usize {
+        let wire_ns = (size as u64 * 8 * 1_000_000_000).div_ceil(u64::from(hz.max(1))).max(1);
+        let n = DEFAULT_WIRE_BUDGET_NS / wire_ns / threads.max(1) as u64;
+        (n as usize).clamp(50, SpiOptions::default().async_msgs)
+    }
+}
+
 impl Default for SpiOptions {
     fn default() -> Self {
         SpiOptions {
@@ -517,4 +538,18 @@ pub fn trace_sample(policy: Policy, size: usize, hz: u32, msgs: u64) -> Result<w
     round(&rig, Style::Unprepared, size, msgs, &mut pm)?;
     block.trace_stop();
     Ok(block.trace_take())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SpiOptions;
+
+    #[test]
+    fn default_counts_shrink_for_long_messages_only() {
+        assert_eq!(SpiOptions::messages_for(9, 20_000_000), 20_000);
+        assert_eq!(SpiOptions::messages_for(4096, 1_000_000), 305);
+        assert_eq!(SpiOptions::messages_for(65_536, 1_000), 100);
+        assert_eq!(SpiOptions::thread_messages_for(9, 20_000_000, 4), 10_000);
+        assert_eq!(SpiOptions::thread_messages_for(4096, 1_000_000, 4), 76);
+    }
 }

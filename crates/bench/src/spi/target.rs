@@ -13,8 +13,8 @@ use wirespeed::dma::{DmaDomain, DomainConfig, IommuHw, IommuMode};
 use wirespeed::linux::spidev::{Limits, Spidev, SpidevCounters};
 use wirespeed::spi::{Bus, Policy};
 use wirespeed_lab::devices::Loopback;
-use wirespeed_lab::spi::SpiController;
 use wirespeed_lab::iommu::IommuConfig;
+use wirespeed_lab::spi::SpiController;
 use wirespeed_lab::{Lab, LabConfig};
 
 /// The emulated node's default clock (its device tree's `spi-max-frequency`).
@@ -77,9 +77,11 @@ pub const IOMMU_MODES: [(&str, IommuMode); 4] = [
 
 /// An IOMMU mode by its `--iommu` name.
 pub fn parse_iommu(s: &str) -> Result<IommuMode, String> {
-    IOMMU_MODES.iter().find(|(n, _)| *n == s).map(|&(_, m)| m).ok_or_else(|| {
-        format!("IOMMU mode {s:?}: allowed none, identity, strict (the default) or lazy")
-    })
+    IOMMU_MODES
+        .iter()
+        .find(|(n, _)| *n == s)
+        .map(|&(_, m)| m)
+        .ok_or_else(|| format!("IOMMU mode {s:?}: allowed none, identity, strict (the default) or lazy"))
 }
 
 /// The `--iommu` name of a mode.

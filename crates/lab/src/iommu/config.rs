@@ -43,9 +43,11 @@ impl IommuConfig {
         if !(1..=Self::MAX_IOTLB_ENTRIES).contains(&self.iotlb_entries) {
             return Err(IommuConfigError::IotlbEntries { iotlb_entries: self.iotlb_entries });
         }
-        for (field, ns) in
-            [("walk_ns", self.walk_ns), ("invalidate_ns", self.invalidate_ns), ("invalidate_all_ns", self.invalidate_all_ns)]
-        {
+        for (field, ns) in [
+            ("walk_ns", self.walk_ns),
+            ("invalidate_ns", self.invalidate_ns),
+            ("invalidate_all_ns", self.invalidate_all_ns),
+        ] {
             if ns > Self::MAX_COST_NS {
                 return Err(IommuConfigError::Cost { field, ns });
             }

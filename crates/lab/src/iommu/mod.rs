@@ -239,11 +239,8 @@ impl Iommu {
 
     /// An IOMMU with `config`, which [`IommuConfig::validate`] accepts.
     pub(crate) fn build(config: IommuConfig) -> Iommu {
-        let state = State {
-            iotlb: Iotlb::new(config.iotlb_entries),
-            stats: IommuStats::default(),
-            faults: VecDeque::new(),
-        };
+        let state =
+            State { iotlb: Iotlb::new(config.iotlb_entries), stats: IommuStats::default(), faults: VecDeque::new() };
         Iommu {
             inner: Arc::new(Inner {
                 config,
@@ -427,7 +424,8 @@ impl Iommu {
         if let Some(cached) = st.iotlb.lookup(vpn) {
             if cached.perm.allows(write) {
                 st.stats.iotlb_hits += 1;
-                let stale = self.inner.table.get(vpn).is_none_or(|pte| pte.ppn != cached.ppn || !pte.perm.allows(write));
+                let stale =
+                    self.inner.table.get(vpn).is_none_or(|pte| pte.ppn != cached.ppn || !pte.perm.allows(write));
                 if stale {
                     st.stats.stale_hits += 1;
                 }

@@ -41,7 +41,10 @@ const PPN_SHIFT: u32 = 12;
 
 impl Pte {
     fn encode(self) -> u64 {
-        (self.ppn << PPN_SHIFT) | PRESENT | if self.perm.read { READ } else { 0 } | if self.perm.write { WRITE } else { 0 }
+        (self.ppn << PPN_SHIFT)
+            | PRESENT
+            | if self.perm.read { READ } else { 0 }
+            | if self.perm.write { WRITE } else { 0 }
     }
 
     fn decode(raw: u64) -> Option<Pte> {

@@ -82,12 +82,18 @@ fn bad_ranges_are_refused_with_what_is_allowed_and_change_nothing() {
     unsafe { mmu.map(IOVA, 0x7000_0000, 2 * 4096, Perm::READ) }.unwrap();
     let map = |iova, phys, len, perm| unsafe { mmu.map(iova, phys, len, perm) };
     let refused = [
-        (map(IOVA + 0x10_0001, 0x7100_0000, 4096, Perm::READ), IommuError::Misaligned { what: "iova", addr: IOVA + 0x10_0001 }),
+        (
+            map(IOVA + 0x10_0001, 0x7100_0000, 4096, Perm::READ),
+            IommuError::Misaligned { what: "iova", addr: IOVA + 0x10_0001 },
+        ),
         (map(0x30_0000, 0x7100_0800, 4096, Perm::READ), IommuError::Misaligned { what: "phys", addr: 0x7100_0800 }),
         (map(0x30_0000, 0x7100_0000, 0, Perm::READ), IommuError::BadLength { len: 0 }),
         (map(0x30_0000, 0x7100_0000, 100, Perm::READ), IommuError::BadLength { len: 100 }),
         (map(0x30_0000, 0x7100_0000, 4096, Perm::default()), IommuError::NoPermission),
-        (map(1 << 48, 0x7100_0000, 4096, Perm::READ), IommuError::OutOfRange { what: "iova", addr: 1 << 48, len: 4096 }),
+        (
+            map(1 << 48, 0x7100_0000, 4096, Perm::READ),
+            IommuError::OutOfRange { what: "iova", addr: 1 << 48, len: 4096 },
+        ),
         (
             map(0x30_0000, u64::MAX - 4095, 8192, Perm::READ),
             IommuError::OutOfRange { what: "phys", addr: u64::MAX - 4095, len: 8192 },
@@ -194,7 +200,10 @@ fn an_iommu_handle_is_shared_between_threads_and_stays_exact_under_contention() 
         }
     });
     let s = mmu.stats();
-    assert_eq!((s.iotlb_hits + s.iotlb_misses, s.invalidations, s.stale_hits, s.faults), (4 * rounds, 4 * rounds, 0, 0));
+    assert_eq!(
+        (s.iotlb_hits + s.iotlb_misses, s.invalidations, s.stale_hits, s.faults),
+        (4 * rounds, 4 * rounds, 0, 0)
+    );
     assert_eq!((s.walks, s.mapped_pages, mmu.iotlb_len()), (s.iotlb_misses, 0, 0));
 }
 

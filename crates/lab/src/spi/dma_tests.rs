@@ -281,7 +281,6 @@ fn an_instant_wire_completes_a_dma_burst_at_its_start_and_misaligned_addresses_a
     assert_eq!(block.read(DMACTRL), 0, "RESET clears the descriptor");
 }
 
-
 /// Starts a 4096-word burst of 40 µs words from `TX_IOVA` to `RX_IOVA`
 /// (one page each, mapped) and sleeps 10 ms into it.
 fn slow_burst_under_way(block: &SpiController) {

@@ -17,13 +17,13 @@ pub mod regs;
 #[cfg(test)]
 mod tests;
 
+use crate::iommu::{DmaClient, Iommu};
 use crate::irq::IrqLine;
 use crate::lab::Lab;
 use crate::pin::PinSink;
 use crate::scheduler::Scheduler;
 use crate::spin::{SpinGuard, SpinLock};
 use crate::trace::Trace;
-use crate::iommu::{DmaClient, Iommu};
 pub use config::{NoSuchChipSelect, SpiConfigError, SpiControllerConfig};
 pub use dma::DmaDescriptor;
 use model::Model;

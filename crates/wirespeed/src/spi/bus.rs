@@ -350,7 +350,15 @@ impl Bus {
             Face::Controller(c) => c.dma(),
             Face::Messages(_) => None,
         };
-        let hw = BusHw { face, caps: caps.clone(), dma: dma.clone(), setup: None, powered: true, cs_held: None, transfer: 0 };
+        let hw = BusHw {
+            face,
+            caps: caps.clone(),
+            dma: dma.clone(),
+            setup: None,
+            powered: true,
+            cs_held: None,
+            transfer: 0,
+        };
         let inner = Arc::new(BusInner {
             hw: Mutex::new(hw),
             caps,

@@ -7,8 +7,8 @@
 use super::controller::{
     Completion, Controller, ControllerCaps, ControllerFault, DmaAddrs, DmaSupport, InFlight, TransferTiming,
 };
-use super::dma_map::TransferMapping;
 use super::device::{ChipSelect, DeviceConfig};
+use super::dma_map::TransferMapping;
 use super::error::{InvalidMessage, SpiError};
 use super::message::{MessageBackend, MessageView};
 use super::plan::{plan_step, Step};
@@ -522,7 +522,9 @@ fn shift_dma(
         Some(_) => None,
         // SAFETY: `data` borrows the buffers until this returns, after the
         // unmap below; the driver returns only once the engine has stopped.
-        None => Some(unsafe { TransferMapping::map(&domain, data) }.map_err(|reason| SpiError::Dma { index: i, reason })?),
+        None => {
+            Some(unsafe { TransferMapping::map(&domain, data) }.map_err(|reason| SpiError::Dma { index: i, reason })?)
+        }
     };
     if let Some(m) = &fresh {
         m.sync_for_device();

@@ -29,14 +29,14 @@
 
 use super::callback::Callback;
 use super::controller::{ControllerCaps, DmaAddrs, DmaSupport};
-use super::dma_map::TransferMapping;
-use crate::dma::DmaDomain;
 use super::device::DeviceConfig;
+use super::dma_map::TransferMapping;
 use super::error::{InvalidMessage, SpiError};
 use super::exec::{DeviceState, MessageSource};
 use super::message::MessagePlanner;
 use super::plan::{plan_step, Step};
 use super::transfer::{Data, Transfer};
+use crate::dma::DmaDomain;
 use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
 use std::fmt;
 use std::time::Duration;

@@ -46,9 +46,7 @@ pub(super) struct WakeLateness {
 
 impl WakeLateness {
     fn get(&mut self, wait: Duration) -> u64 {
-        *self
-            .ns
-            .get_or_insert_with(|| wake_margin(wait).as_nanos() as u64 + current_timer_slack_ns())
+        *self.ns.get_or_insert_with(|| wake_margin(wait).as_nanos() as u64 + current_timer_slack_ns())
     }
 
     fn observe(&mut self, woke_after_end: bool) {
