@@ -67,15 +67,20 @@ pub(crate) struct BusHw {
     pub transfer: usize,
 }
 
+/// The controller of a controller-level bus (see [`BusHw::ctlr`]).
+fn controller(face: &mut Face) -> &mut dyn Controller {
+    match face {
+        Face::Controller(c) => c.as_mut(),
+        Face::Messages(_) => unreachable!("the controller path runs only on controller-level buses"),
+    }
+}
+
 impl BusHw {
     /// The controller of a controller-level bus. Only the controller path
     /// calls it: [`execute`] hands message-level buses their whole message
     /// before that path starts.
     fn ctlr(&mut self) -> &mut dyn Controller {
-        match &mut self.face {
-            Face::Controller(c) => c.as_mut(),
-            Face::Messages(_) => unreachable!("the controller path runs only on controller-level buses"),
-        }
+        controller(&mut self.face)
     }
 
     /// Powers the backend up or down (a message-level backend has nothing to power).
@@ -514,23 +519,21 @@ fn shift_dma(
 ) -> Result<Option<Instant>, SpiError> {
     let completion = choose_completion(ctx.policy, &hw.caps, st.wire_ns, ctx.irq_cost);
     let timeout_ns = transfer_timeout_ns(st.wire_ns, st.len, hw.caps.fifo_bytes);
-    let domain = match &hw.dma {
-        Some(d) => d.domain.clone(),
-        None => unreachable!("shift_dma runs only on a bus with DMA"),
-    };
+    let BusHw { face, dma, .. } = hw;
+    let Some(DmaSupport { domain, .. }) = dma.as_ref() else { unreachable!("shift_dma runs only on a bus with DMA") };
     let fresh = match premapped {
         Some(_) => None,
         // SAFETY: `data` borrows the buffers until this returns, after the
         // unmap below; the driver returns only once the engine has stopped.
         None => {
-            Some(unsafe { TransferMapping::map(&domain, data) }.map_err(|reason| SpiError::Dma { index: i, reason })?)
+            Some(unsafe { TransferMapping::map(domain, data) }.map_err(|reason| SpiError::Dma { index: i, reason })?)
         }
     };
     if let Some(m) = &fresh {
         m.sync_for_device();
     }
     let addrs = premapped.unwrap_or_else(|| fresh.as_ref().map(TransferMapping::addrs).unwrap_or_default());
-    let ctlr = hw.ctlr();
+    let ctlr = controller(face);
     let timing = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: `addrs` are mapped in the controller's domain for `st.len`
         // bytes with the access each needs, and stay mapped until after this
@@ -542,12 +545,12 @@ fn shift_dma(
         Err(panic) => {
             ctlr.abort();
             if let Some(m) = fresh {
-                let _ = m.unmap(&domain);
+                let _ = m.unmap(domain);
             }
             std::panic::resume_unwind(panic);
         }
     };
-    let unmapped = fresh.map_or(Ok(()), |m| m.unmap(&domain));
+    let unmapped = fresh.map_or(Ok(()), |m| m.unmap(domain));
     let timing = timing.map_err(|f| transfer_error(f, i, timeout_ns))?;
     unmapped.map_err(|reason| SpiError::Dma { index: i, reason })?;
     if let (Completion::Irq, Some(started), Some(done)) = (completion, timing.started, timing.completed) {
