@@ -15,8 +15,8 @@ mod timed;
 use super::LabIommu;
 use crate::dma::{DmaDomain, DomainConfig, IommuMode};
 use crate::spi::{
-    ClockModel, Completion, Controller, ControllerCaps, ControllerFault, Data, DmaAddrs, DmaSupport, InFlight, Mode,
-    TransferTiming,
+    word_bytes, ClockModel, Completion, Controller, ControllerCaps, ControllerFault, Data, DmaAddrs, DmaSupport,
+    InFlight, Mode, TransferTiming,
 };
 use std::ops::Range;
 use std::sync::Arc;
@@ -44,10 +44,6 @@ pub struct LabSpi {
 /// The most words one burst can shift (`XFERLEN` is 24 bits wide); longer
 /// transfers run as several bursts with CS held.
 pub(super) const MAX_BURST_WORDS: usize = 0xFF_FFFF;
-
-fn word_bytes(bits: u8) -> usize {
-    usize::from(bits.div_ceil(8)).next_power_of_two()
-}
 
 /// The word sizes the block shifts (8, 16 and 32 bits) whose word fits its
 /// FIFO: a wider word can never be pushed, so a transfer of such words would
