@@ -15,6 +15,7 @@ mod lab_cmd;
 mod lab_run;
 mod list_cmd;
 mod realtime_flag;
+mod soak_cmd;
 mod spi_cmd;
 mod spi_segments;
 
@@ -57,6 +58,9 @@ enum Command {
     /// `erase` work on all of it or on --offset/--length. `--lab CHIP[:IMAGE]`
     /// runs on an emulated chip (backed by IMAGE when given), no hardware needed.
     Flash(flash_cmd::FlashArgs),
+    /// Everything at once on two lab buses, with faults injected: every
+    /// message checked for loss, duplication, reordering and corruption.
+    Soak(soak_cmd::SoakArgs),
     /// Seed 000's CAN echo on the lab, classic against fast, in a few
     /// seconds: the quick `bench canecho` and its table.
     Demo {
@@ -79,6 +83,7 @@ fn main() -> ExitCode {
         Command::List(l) => list_cmd::run(l).map_err(|e| e.to_string()),
         Command::Spi(s) => spi_cmd::run(s).map_err(|e| e.to_string()),
         Command::Flash(f) => flash_cmd::run(f).map_err(|e| e.to_string()),
+        Command::Soak(s) => soak_cmd::run(s),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

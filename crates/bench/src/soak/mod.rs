@@ -1,0 +1,1 @@
+//! `wirespeed soak`: everything at once, for long, with faults injected.
