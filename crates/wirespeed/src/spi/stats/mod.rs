@@ -5,8 +5,15 @@
 //! thread (a relaxed load and store, no atomic read-modify-write) and summed
 //! when read. Off, every update takes one shared mutex, as the kernel's
 //! `SPI_STATISTICS_ADD_TO_FIELD` did.
+//!
+//! A snapshot is exact for every update completed before it was taken; one
+//! taken while other threads record is exact counter by counter but not a
+//! consistent cut across counters (it may count a transfer's bytes and not
+//! yet the transfer).
 
 mod histogram;
+#[cfg(all(test, loom))]
+mod loom_model;
 mod shard;
 
 use crate::sync::{thread_local, Arc, Mutex};
