@@ -58,7 +58,16 @@ impl Source<'_> {
 
     /// A parse error from the `toml` crate (syntax, unknown key, wrong type).
     pub fn toml_error(&self, e: &toml::de::Error) -> BoardError {
-        let message = one_line(e.message());
+        let mut message = one_line(e.message());
+        if message.is_empty() {
+            // `toml` gives no text for some errors (a control character in
+            // a comment): name the character it stopped at.
+            let at = e.span().and_then(|s| self.text.get(s.start..)).and_then(|t| t.chars().next());
+            message = match at {
+                Some(c) => format!("character {c:?} is not allowed here (TOML)"),
+                None => "not valid TOML".to_owned(),
+            };
+        }
         match e.span() {
             Some(span) => match self.key_of_value_at(span.start) {
                 Some(key) => self.error(span, format!("{key}: {message}")),

@@ -183,7 +183,7 @@ impl Core {
                     f.txreq = false;
                 }
                 self.stats.tx_frames += 1;
-                self.bdiag1 = (self.bdiag1 & !0xFFFF) | ((self.bdiag1 + 1) & 0xFFFF);
+                self.bdiag1 = (self.bdiag1 & !0xFFFF) | (self.bdiag1.wrapping_add(1) & 0xFFFF);
                 if self.mode == Mode::ExternalLoopback {
                     self.receive(&frame, stamp, at);
                 }
@@ -313,7 +313,7 @@ impl Core {
         f.head = (f.head + 1) % f.depth();
         f.count += 1;
         self.stats.rx_stored += 1;
-        self.bdiag1 = (self.bdiag1 & !0xFFFF) | ((self.bdiag1 + 1) & 0xFFFF);
+        self.bdiag1 = (self.bdiag1 & !0xFFFF) | (self.bdiag1.wrapping_add(1) & 0xFFFF);
     }
 
     pub(super) fn bus_error_seen(&mut self, e: BusError) {
