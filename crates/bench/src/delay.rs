@@ -30,11 +30,16 @@
 //! `/dev/cpu_dma_latency`) apply to both passes: the `normal` pass then shows
 //! SCHED_OTHER with 1 ns slack and shallow idle states.
 //!
+//! With `keep_samples` every timed iteration is kept in the report, and
+//! [`DelayReport::latency_plot`] draws the 100 µs waits (`--plot`).
+//!
 //! ```no_run
 //! use wirespeed_bench::delay::{run, DelayOptions};
 //! let report = run(&DelayOptions { iterations: 1024, ..DelayOptions::default() }).unwrap();
 //! println!("{}", report.table());
 //! ```
+
+mod plot;
 
 use std::time::Duration;
 
@@ -63,11 +68,14 @@ pub struct DelayOptions {
     pub fifo: bool,
     /// Priority of the SCHED_FIFO pass (seed 004 used `chrt --fifo 1`).
     pub fifo_priority: FifoPriority,
+    /// Keep every iteration's time in the report ([`PassReport::samples`]),
+    /// for a histogram; off by default.
+    pub keep_samples: bool,
 }
 
 impl Default for DelayOptions {
     fn default() -> DelayOptions {
-        DelayOptions { iterations: 16_384, fifo: true, fifo_priority: FifoPriority::MIN }
+        DelayOptions { iterations: 16_384, fifo: true, fifo_priority: FifoPriority::MIN, keep_samples: false }
     }
 }
 
@@ -147,12 +155,21 @@ pub struct PassReport {
     /// CPU time the hypervisor took during the pass, % of all CPUs' time
     /// (`None` where the kernel does not report steal).
     pub host_steal_pct: Option<f64>,
+    /// Every iteration's time (µs) per test, in table order, when
+    /// [`DelayOptions::keep_samples`] asked for them (else empty).
+    pub samples_us: Vec<Vec<f64>>,
 }
 
 impl PassReport {
     /// The statistics of a test by JSON name.
     pub fn test(&self, name: &str) -> Option<&TestStats> {
         self.tests.iter().find(|t| t.name == name)
+    }
+
+    /// Every iteration's time (µs) of a test by JSON name, if kept.
+    pub fn samples(&self, name: &str) -> Option<&[f64]> {
+        let i = TESTS.iter().position(|(_, n, _)| *n == name)?;
+        self.samples_us.get(i).map(Vec::as_slice)
     }
 }
 
@@ -177,10 +194,10 @@ pub fn run(opts: &DelayOptions) -> Result<DelayReport, String> {
     if opts.iterations > MAX_ITERATIONS {
         return Err(format!("delay: --iterations {}: at most {MAX_ITERATIONS}", opts.iterations));
     }
-    let iterations = opts.iterations;
+    let (iterations, keep) = (opts.iterations, opts.keep_samples);
     let normal = std::thread::spawn(move || {
         make_thread_normal()?;
-        Ok::<_, String>(run_pass(iterations))
+        Ok::<_, String>(run_pass(iterations, keep))
     })
     .join()
     .map_err(|_| "delay: the normal-priority pass panicked".to_owned())??;
@@ -188,7 +205,7 @@ pub fn run(opts: &DelayOptions) -> Result<DelayReport, String> {
         let prio = opts.fifo_priority;
         std::thread::spawn(move || {
             let _guard = FifoGuard::enter(prio).map_err(|e| e.to_string())?;
-            Ok(run_pass(iterations))
+            Ok(run_pass(iterations, keep))
         })
         .join()
         .map_err(|_| "delay: the SCHED_FIFO pass panicked".to_owned())?
@@ -214,8 +231,8 @@ fn make_thread_normal() -> Result<(), String> {
     Ok(())
 }
 
-/// One pass on the calling thread.
-fn run_pass(iterations: usize) -> PassReport {
+/// One pass on the calling thread (its samples kept if `keep_samples`).
+fn run_pass(iterations: usize, keep_samples: bool) -> PassReport {
     let wake_margins = remeasure_wake_margins();
     let timer_slack_ns = wirespeed_time::realtime::current_timer_slack_ns();
     // Warm-up: caches, the delay's code paths, CPU frequency.
@@ -276,7 +293,8 @@ fn run_pass(iterations: usize) -> PassReport {
             }
         })
         .collect();
-    PassReport { tests, wake_margins, timer_slack_ns, host_steal_pct }
+    let samples_us = if keep_samples { samples } else { Vec::new() };
+    PassReport { tests, wake_margins, timer_slack_ns, host_steal_pct, samples_us }
 }
 
 fn us(d: Duration) -> f64 {

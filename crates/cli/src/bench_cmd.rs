@@ -1,14 +1,18 @@
 //! `wirespeed bench <scenario>`: one subcommand per experiment.
 
+use std::path::{Path, PathBuf};
+
 use clap::Subcommand;
 use wirespeed_bench::canecho::CanechoOptions;
 use wirespeed_bench::delay::{self as delay_bench, DelayOptions};
 use wirespeed_bench::dma::DmaOptions;
 use wirespeed_bench::flash::FlashOptions;
+use wirespeed_bench::plot::{write_latency_plot, Format, LatencyPlot};
 use wirespeed_bench::regmap::RegmapOptions;
 use wirespeed_bench::shim::{Launcher, ShimOptions};
 use wirespeed_bench::spi::SpiOptions;
 
+use crate::cli_error::CliError;
 use crate::host_flag::{with_host, HostArgs};
 use crate::realtime_flag::RealtimeArgs;
 use wirespeed_bench::host::CpuIdle;
@@ -20,6 +24,11 @@ pub enum BenchCommand {
     Canecho {
         #[command(flatten)]
         args: CanechoArgs,
+        /// Write a latency histogram (each frame's RX EOF → echo SOF gap, classic, linux-6.9 and
+        /// fast, the echo's physical limit drawn) to this file, as SVG or PNG by
+        /// its extension; the JSON then has `"plot": FILE`.
+        #[arg(long, value_name = "FILE.svg|png")]
+        plot: Option<PathBuf>,
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
@@ -57,6 +66,12 @@ pub enum BenchCommand {
         /// Write the bus trace of 20 fast and 20 classic messages as VCD to this file.
         #[arg(long)]
         vcd: Option<std::path::PathBuf>,
+        /// Write a latency histogram (every message's latency, classic, linux-6.9 and fast, the
+        /// wire time drawn; times --count more messages per policy after the
+        /// measured rounds, which it leaves as they are) to this file, as SVG or PNG by
+        /// its extension; the JSON then has `"plot": FILE`.
+        #[arg(long, value_name = "FILE.svg|png")]
+        plot: Option<PathBuf>,
         /// Where the messages go: `lab` (the default: the lab's SPI block with a
         /// loopback, driven by the stack), a spidev node such as /dev/spidev0.0
         /// (both policies on the same real device; CS figures and the instant
@@ -87,6 +102,11 @@ pub enum BenchCommand {
         /// Iterations of each test in each pass (1-1000000).
         #[arg(long, default_value_t = DelayOptions::default().iterations)]
         iterations: usize,
+        /// Write a latency histogram (the normal pass' 100 µs waits: nanosleep against
+        /// wirespeed's delay, the bare spin beside them, 100 µs drawn) to this file, as SVG or PNG by
+        /// its extension; the JSON then has `"plot": FILE`.
+        #[arg(long, value_name = "FILE.svg|png")]
+        plot: Option<PathBuf>,
         /// Print one JSON object instead of tables.
         #[arg(long)]
         json: bool,
@@ -259,12 +279,16 @@ pub enum BenchCommand {
 }
 
 /// Runs one experiment and prints its report.
-pub fn run(cmd: BenchCommand) -> Result<(), String> {
+/// Bad options are [`CliError::Usage`] (exit code 2); a plain `String`
+/// error converts to [`CliError::Runtime`].
+pub fn run(cmd: BenchCommand) -> Result<(), CliError> {
     match cmd {
-        BenchCommand::Canecho { args, json, realtime, host } => {
+        BenchCommand::Canecho { args, plot, json, realtime, host } => {
+            check_plot_path(plot.as_deref())?;
             let idle = host_setup(Some(&realtime), &host);
             let r = wirespeed_bench::canecho::run(&args.options())?;
-            print_report(json, &idle, r.to_json(), || r.table());
+            let chart = plot.as_deref().map(|p| (p, Some(r.latency_plot())));
+            print_report_and_plot(json, &idle, r.to_json(), || r.table(), chart)?;
         }
         BenchCommand::Spi {
             size,
@@ -275,6 +299,7 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             threads,
             thread_msgs,
             vcd,
+            plot,
             dev,
             iommu,
             json,
@@ -285,7 +310,9 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             let dev = match dev {
                 Target::Lab(_) => Target::Lab(iommu),
                 other if iommu != wirespeed_bench::spi::target::DEFAULT_IOMMU => {
-                    return Err(format!("--iommu applies to the lab's own block (--dev lab), not to {other}"));
+                    return Err(CliError::Usage(format!(
+                        "--iommu applies to the lab's own block (--dev lab), not to {other}"
+                    )));
                 }
                 other => other,
             };
@@ -299,21 +326,27 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
                 async_threads: threads,
                 async_msgs: thread_msgs.unwrap_or_else(|| SpiOptions::thread_messages_for(size, hz, threads)),
                 target: dev,
+                latency_samples: plot.is_some(),
                 ..SpiOptions::default()
             };
             // First: a path that cannot be written fails in a second, not
             // after the whole benchmark; options the run refuses write nothing.
-            opts.check()?;
+            opts.check().map_err(CliError::Usage)?;
+            check_plot_path(plot.as_deref())?;
             if let Some(path) = vcd {
                 crate::lab_cmd::write_sample_vcd(&path, size, hz)?;
             }
             let r = wirespeed_bench::spi::run(&opts)?;
-            print_report(json, &idle, r.to_json(), || r.table());
+            let chart = plot.as_deref().map(|p| (p, r.latency_plot()));
+            print_report_and_plot(json, &idle, r.to_json(), || r.table(), chart)?;
         }
-        BenchCommand::Delay { iterations, json, realtime, host } => {
+        BenchCommand::Delay { iterations, plot, json, realtime, host } => {
+            check_plot_path(plot.as_deref())?;
             let idle = host_setup(Some(&realtime), &host);
-            let r = delay_bench::run(&DelayOptions { iterations, ..DelayOptions::default() })?;
-            print_report(json, &idle, r.to_json(), || r.table());
+            let opts = DelayOptions { iterations, keep_samples: plot.is_some(), ..DelayOptions::default() };
+            let r = delay_bench::run(&opts)?;
+            let chart = plot.as_deref().map(|p| (p, r.latency_plot()));
+            print_report_and_plot(json, &idle, r.to_json(), || r.table(), chart)?;
         }
         BenchCommand::Dma {
             threads,
@@ -338,7 +371,7 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
                 fault_msgs,
                 fault_every,
             };
-            opts.check()?;
+            opts.check().map_err(CliError::Usage)?;
             let r = wirespeed_bench::dma::run(&opts)?;
             print_report(json, &idle, r.to_json(), || r.table());
         }
@@ -497,5 +530,50 @@ fn print_report(json: bool, idle: &CpuIdle, value: serde_json::Value, table: imp
         println!("{}", with_host(value, idle));
     } else {
         print!("{}{}", table(), idle.line());
+    }
+}
+
+/// `--plot`: a file name that is neither .svg nor .png, or whose folder does
+/// not exist, is bad input that fails before the run, not after it.
+fn check_plot_path(path: Option<&Path>) -> Result<(), CliError> {
+    let Some(path) = path else { return Ok(()) };
+    Format::of(path).map_err(|e| CliError::Usage(e.to_string()))?;
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => {
+            Err(CliError::Usage(format!("cannot plot to {}: no folder {}", path.display(), dir.display())))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes the latency histogram (if `--plot` asked for one: its path and the
+/// chart the run kept samples for), then prints the report as
+/// [`print_report`] does, with `"plot": FILE` in the JSON and the file named
+/// under the table. A plot that cannot be written still leaves the report
+/// printed (without the key), then fails.
+fn print_report_and_plot(
+    json: bool,
+    idle: &CpuIdle,
+    mut value: serde_json::Value,
+    table: impl FnOnce() -> String,
+    plot: Option<(&Path, Option<LatencyPlot>)>,
+) -> Result<(), String> {
+    let Some((path, chart)) = plot else {
+        print_report(json, idle, value, table);
+        return Ok(());
+    };
+    let written = chart
+        .ok_or_else(|| format!("cannot plot to {}: the run kept no latency samples", path.display()))
+        .and_then(|c| write_latency_plot(path, &c).map_err(|e| e.to_string()));
+    match written {
+        Ok(()) => {
+            value["plot"] = serde_json::Value::from(path.display().to_string());
+            print_report(json, idle, value, || format!("{}\nlatency histogram: {}\n", table(), path.display()));
+            Ok(())
+        }
+        Err(e) => {
+            print_report(json, idle, value, table);
+            Err(e)
+        }
     }
 }

@@ -16,6 +16,8 @@ pub enum FlashError {
         /// The lab's chips.
         known: Vec<&'static str>,
     },
+    /// `--dev` names no spidev node (missing, or not spidev).
+    NoNode(String),
     /// The target could not be opened (or the lab image not used).
     Open(String),
     /// No chip answered the probe, or it could not be identified.
@@ -117,7 +119,7 @@ impl fmt::Display for FlashError {
             FlashError::UnknownChip { name, known } => {
                 write!(f, "--lab {name:?}: no such lab chip; the lab has {} (any case)", known.join(", "))
             }
-            FlashError::Open(e) => write!(f, "{e}"),
+            FlashError::NoNode(e) | FlashError::Open(e) => write!(f, "{e}"),
             FlashError::Probe { target, error } => {
                 write!(f, "{target}: no SPI NOR flash identified: {error}")?;
                 if matches!(error, NorError::NoChip { .. }) {

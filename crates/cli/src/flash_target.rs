@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use wirespeed::backend::lab::LabSpi;
-use wirespeed::linux::spidev::Spidev;
+use wirespeed::linux::spidev::{Spidev, SpidevError};
 use wirespeed::spi::{Bus, DeviceConfig, Policy};
 use wirespeed_drivers::spi_nor::SpiNor;
 use wirespeed_lab::devices::spi_nor::{ChipSpec, CHIPS};
@@ -68,7 +68,11 @@ pub fn open_probe(target: &Target) -> Result<(SpiNor, Option<Lab>), FlashError> 
         }
         Target::Dev { path, hz } => {
             let sp = Spidev::open(path).map_err(|e| {
-                FlashError::Open(format!("{e} (--lab w25q128jv tries the command on an emulated chip)"))
+                let text = format!("{e} (--lab w25q128jv tries the command on an emulated chip)");
+                match e {
+                    SpidevError::NotFound { .. } | SpidevError::NotSpidev { .. } => FlashError::NoNode(text),
+                    _ => FlashError::Open(text),
+                }
             })?;
             let bus = Bus::try_with_message_backend(sp, Policy::fast()).map_err(|e| FlashError::Open(e.to_string()))?;
             (bus, None, *hz)

@@ -1,5 +1,6 @@
 //! `wirespeed lab …`: tools that look at the emulated hardware directly.
 
+use crate::cli_error::CliError;
 use clap::Subcommand;
 use std::path::{Path, PathBuf};
 use wirespeed::spi::Policy;
@@ -58,15 +59,18 @@ pub enum LabCommand {
 }
 
 /// Runs a lab tool; the exit code is the program's for `lab run`.
-pub fn run(cmd: LabCommand) -> Result<u8, String> {
+pub fn run(cmd: LabCommand) -> Result<u8, CliError> {
     match cmd {
         LabCommand::Run { config, trace, program } => {
+            // A board file that is missing or wrong is bad input (exit code 2).
+            crate::lab_run::check_config(&config).map_err(CliError::Usage)?;
             let status = crate::lab_run::run(&config, trace.as_deref(), &program[0], &program[1..])?;
             Ok(status.code().map_or(1, |c| c.clamp(0, 255) as u8))
         }
         LabCommand::Trace { policy, count, size, hz, out } => {
-            let p = Policy::by_name(&policy)
-                .ok_or_else(|| format!("unknown policy {policy:?}: use {}", Policy::PRESETS.join(", ")))?;
+            let p = Policy::by_name(&policy).ok_or_else(|| {
+                CliError::Usage(format!("unknown policy {policy:?}: use {}", Policy::PRESETS.join(", ")))
+            })?;
             let trace = wirespeed_bench::spi::trace_sample(p, size, hz, count)?;
             write_file(&out, &trace)?;
             eprintln!("wrote {} events ({} messages, {policy}) to {}", trace.events.len(), count, out.display());

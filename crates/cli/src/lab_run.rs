@@ -53,11 +53,18 @@ pub fn command(config: &Path, trace: Option<&Path>, program: &OsStr, args: &[OsS
     Ok(cmd)
 }
 
-/// Checks `config` (as the shim will read it), then runs the program and
-/// returns its exit status.
-pub fn run(config: &Path, trace: Option<&Path>, program: &OsStr, args: &[OsString]) -> Result<ExitStatus, String> {
+/// Checks `config` as the shim will read it: the error names the file, the
+/// line and what is allowed.
+pub fn check_config(config: &Path) -> Result<(), String> {
     let text = std::fs::read_to_string(config).map_err(|e| format!("cannot read {}: {e}", config.display()))?;
     wirespeed_labhost::config::parse(&text, &config.display().to_string()).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Checks `config` ([`check_config`]), then runs the program and returns
+/// its exit status.
+pub fn run(config: &Path, trace: Option<&Path>, program: &OsStr, args: &[OsString]) -> Result<ExitStatus, String> {
+    check_config(config)?;
     let mut cmd = command(config, trace, program, args)?;
     let status = cmd.status().map_err(|e| format!("cannot run {}: {e}", Path::new(program).display()))?;
     if let Some(t) = trace {

@@ -3,9 +3,11 @@
 //! messages to one of them) and `flash` (a SPI NOR programmer).
 
 use clap::{Parser, Subcommand};
+use cli_error::CliError;
 use std::process::ExitCode;
 
 mod bench_cmd;
+mod cli_error;
 mod flash_cmd;
 mod flash_error;
 mod flash_ops;
@@ -71,25 +73,30 @@ enum Command {
     },
 }
 
+/// Runs `wirespeed`. Exit codes: 0 on success; 2 for bad input, whether
+/// clap finds it while parsing or a command after ([`CliError::Usage`]: an
+/// invalid value, an unknown chip, a range beyond the chip, a missing node
+/// or board file); 1 for a failure while running ([`CliError::Runtime`]: a
+/// device I/O error, a failed verify). `lab run` exits with its program's code.
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
+    let result: Result<(), CliError> = match cli.command {
         Command::Bench(b) => bench_cmd::run(b),
-        Command::Demo { realtime, host } => bench_cmd::demo(realtime, host),
+        Command::Demo { realtime, host } => bench_cmd::demo(realtime, host).map_err(CliError::Runtime),
         Command::Lab(l) => match lab_cmd::run(l) {
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e),
         },
-        Command::List(l) => list_cmd::run(l).map_err(|e| e.to_string()),
-        Command::Spi(s) => spi_cmd::run(s).map_err(|e| e.to_string()),
-        Command::Flash(f) => flash_cmd::run(f).map_err(|e| e.to_string()),
-        Command::Soak(s) => soak_cmd::run(s),
+        Command::List(l) => list_cmd::run(l).map_err(CliError::from),
+        Command::Spi(s) => spi_cmd::run(s).map_err(CliError::from),
+        Command::Flash(f) => flash_cmd::run(f).map_err(CliError::from),
+        Command::Soak(s) => soak_cmd::run(s).map_err(CliError::Runtime),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("wirespeed: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_code())
         }
     }
 }

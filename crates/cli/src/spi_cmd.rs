@@ -118,6 +118,8 @@ pub enum SpiCmdError {
         /// The gap asked.
         ns: u32,
     },
+    /// `--dev` names a path that is not there.
+    NoNode(String),
     /// The device could not be opened.
     Open(String),
     /// The device's settings are refused.
@@ -145,7 +147,7 @@ impl fmt::Display for SpiCmdError {
                 "--cs-change-ns {ns}: the message has no cs_change to apply it to; put a lone / between two segments \
                  (xfer 06 / 05 00)"
             ),
-            SpiCmdError::Open(e) => write!(f, "{e}"),
+            SpiCmdError::NoNode(e) | SpiCmdError::Open(e) => write!(f, "{e}"),
             SpiCmdError::Device { dev, error } => write!(f, "{dev}: the device settings are refused: {error}"),
             SpiCmdError::Transfer { dev, error } => {
                 // Backend errors name the device themselves.
@@ -232,8 +234,15 @@ pub fn run(args: SpiArgs) -> Result<(), SpiCmdError> {
 
 fn xfer(args: &SpiArgs, segs: &[Segment]) -> Result<Outcome, SpiCmdError> {
     let name = args.dev.to_string();
-    let opened = open(&args.dev, Policy::fast(), false).map_err(|e| match args.dev {
-        Target::Node(_) => SpiCmdError::Open(format!("{e} (--dev lab-spidev tries the command on the emulated lab)")),
+    let opened = open(&args.dev, Policy::fast(), false).map_err(|e| match &args.dev {
+        Target::Node(path) => {
+            let e = format!("{e} (--dev lab-spidev tries the command on the emulated lab)");
+            if path.exists() {
+                SpiCmdError::Open(e)
+            } else {
+                SpiCmdError::NoNode(e)
+            }
+        }
         _ => SpiCmdError::Open(e),
     })?;
     let cfg = DeviceConfig::new(0, args.hz).mode(mode_of(args.mode)).flags(flags_of(args)).bits_per_word(args.bits);

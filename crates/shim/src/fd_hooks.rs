@@ -110,6 +110,11 @@ type OpenFn = unsafe extern "C" fn(*const c_char, c_int, ...) -> c_int;
 type OpenatFn = unsafe extern "C" fn(c_int, *const c_char, c_int, ...) -> c_int;
 
 /// `open(2)`.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string, as the C library's function requires; `mode`
+/// is read only when `flags` creates a file.
 #[no_mangle]
 pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
     if let Some(r) = open_served(path, flags) {
@@ -120,6 +125,11 @@ pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: mode_t) -
 }
 
 /// `open64(2)`.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string, as the C library's function requires; `mode`
+/// is read only when `flags` creates a file.
 #[no_mangle]
 pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
     if let Some(r) = open_served(path, flags) {
@@ -130,6 +140,10 @@ pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: mode_t)
 }
 
 /// `open` as `_FORTIFY_SOURCE` calls it.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string, as the C library's function requires.
 #[no_mangle]
 pub unsafe extern "C" fn __open_2(path: *const c_char, flags: c_int) -> c_int {
     if let Some(r) = open_served(path, flags) {
@@ -140,6 +154,10 @@ pub unsafe extern "C" fn __open_2(path: *const c_char, flags: c_int) -> c_int {
 }
 
 /// `open64` as `_FORTIFY_SOURCE` calls it.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string, as the C library's function requires.
 #[no_mangle]
 pub unsafe extern "C" fn __open64_2(path: *const c_char, flags: c_int) -> c_int {
     if let Some(r) = open_served(path, flags) {
@@ -150,6 +168,11 @@ pub unsafe extern "C" fn __open64_2(path: *const c_char, flags: c_int) -> c_int 
 }
 
 /// `openat(2)`: served paths are absolute, so `dirfd` does not matter for them.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string, as the C library's function requires;
+/// `dirfd` and `mode` are passed on for the paths the shim does not serve.
 #[no_mangle]
 pub unsafe extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
     if let Some(r) = open_served(path, flags) {
@@ -160,6 +183,11 @@ pub unsafe extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int,
 }
 
 /// `openat64(2)`.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string, as the C library's function requires;
+/// `dirfd` and `mode` are passed on for the paths the shim does not serve.
 #[no_mangle]
 pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
     if let Some(r) = open_served(path, flags) {
@@ -170,6 +198,10 @@ pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_in
 }
 
 /// `fopen(3)` (glibc's opens its file without calling `open`).
+///
+/// # Safety
+///
+/// `path` and `mode` are NUL-terminated strings, as for the C library's `fopen`.
 #[no_mangle]
 pub unsafe extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut FILE {
     // SAFETY: the program's arguments.
@@ -177,6 +209,10 @@ pub unsafe extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut
 }
 
 /// `fopen64(3)`.
+///
+/// # Safety
+///
+/// `path` and `mode` are NUL-terminated strings, as for the C library's `fopen64`.
 #[no_mangle]
 pub unsafe extern "C" fn fopen64(path: *const c_char, mode: *const c_char) -> *mut FILE {
     // SAFETY: the program's arguments.
@@ -217,17 +253,29 @@ unsafe fn fopen_any(
 }
 
 /// `close(2)`.
+///
+/// # Safety
+///
+/// No pointers: any number is accepted, as by the C library's `close`. As with
+/// it, closing a descriptor other code in the process still owns (an `OwnedFd`)
+/// is the caller's bug.
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     if !guard::inside() {
         // The open file goes when its last descriptor does (the table holds the Arc).
         guard::run(|| drop(table::remove(fd)));
     }
-    // SAFETY: passed on.
+    // SAFETY: the C library's own function with the caller's arguments, under
+    // the same contract (this function's `# Safety`).
     unsafe { real!(close: unsafe extern "C" fn(c_int) -> c_int)(fd) }
 }
 
 /// `fclose(3)`: glibc closes the descriptor without calling `close`.
+///
+/// # Safety
+///
+/// `stream` is an open `FILE` from `fopen`/`fdopen` (the C library's or this
+/// shim's), not used again after this call.
 #[no_mangle]
 pub unsafe extern "C" fn fclose(stream: *mut FILE) -> c_int {
     if !guard::inside() && !stream.is_null() {
@@ -235,13 +283,20 @@ pub unsafe extern "C" fn fclose(stream: *mut FILE) -> c_int {
         let fd = unsafe { libc::fileno(stream) };
         guard::run(|| drop(table::remove(fd)));
     }
-    // SAFETY: passed on.
+    // SAFETY: the C library's own function with the caller's arguments, under
+    // the same contract (this function's `# Safety`).
     unsafe { real!(fclose: unsafe extern "C" fn(*mut FILE) -> c_int)(stream) }
 }
 
 static UNKNOWN_IOCTLS: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
 
 /// `ioctl(2)`. The request is 32 bits to the kernel, whatever the caller's type.
+///
+/// # Safety
+///
+/// `arg` is what the request takes: the integer some requests pass, or a pointer
+/// to memory of the size and direction the request number encodes, as the kernel
+/// would read or write it.
 #[no_mangle]
 pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) -> c_int {
     if !guard::inside() {
@@ -266,7 +321,8 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) ->
             });
         }
     }
-    // SAFETY: passed on.
+    // SAFETY: the C library's own function with the caller's arguments, under
+    // the same contract (this function's `# Safety`).
     unsafe { real!(ioctl: unsafe extern "C" fn(c_int, c_ulong, ...) -> c_int)(fd, request, arg) }
 }
 
@@ -290,28 +346,43 @@ fn read_served(fd: c_int, buf: *mut c_void, count: size_t) -> Option<ssize_t> {
 }
 
 /// `read(2)`.
+///
+/// # Safety
+///
+/// `buf` is valid for writes of `count` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, count: size_t) -> ssize_t {
     if let Some(r) = read_served(fd, buf, count) {
         return r;
     }
-    // SAFETY: passed on.
+    // SAFETY: the C library's own function with the caller's arguments, under
+    // the same contract (this function's `# Safety`).
     unsafe { real!(read: unsafe extern "C" fn(c_int, *mut c_void, size_t) -> ssize_t)(fd, buf, count) }
 }
 
 /// `read` as `_FORTIFY_SOURCE` calls it.
+///
+/// # Safety
+///
+/// `buf` is valid for writes of `count` bytes (`buflen`, the size the compiler
+/// knew, is at least `count` or the C library aborts).
 #[no_mangle]
 pub unsafe extern "C" fn __read_chk(fd: c_int, buf: *mut c_void, count: size_t, buflen: size_t) -> ssize_t {
     if let Some(r) = read_served(fd, buf, count.min(buflen)) {
         return r;
     }
-    // SAFETY: passed on.
+    // SAFETY: the C library's own function with the caller's arguments, under
+    // the same contract (this function's `# Safety`).
     unsafe {
         real!(__read_chk: unsafe extern "C" fn(c_int, *mut c_void, size_t, size_t) -> ssize_t)(fd, buf, count, buflen)
     }
 }
 
 /// `write(2)`.
+///
+/// # Safety
+///
+/// `buf` is valid for reads of `count` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: size_t) -> ssize_t {
     if !guard::inside() {
@@ -330,7 +401,8 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: size_t) -> 
             });
         }
     }
-    // SAFETY: passed on.
+    // SAFETY: the C library's own function with the caller's arguments, under
+    // the same contract (this function's `# Safety`).
     unsafe { real!(write: unsafe extern "C" fn(c_int, *const c_void, size_t) -> ssize_t)(fd, buf, count) }
 }
 
@@ -360,17 +432,29 @@ fn fcntl_served(fd: c_int, cmd: c_int, arg: c_ulong, result: c_int) -> c_int {
 }
 
 /// `fcntl(2)`.
+///
+/// # Safety
+///
+/// `arg` is what `cmd` takes: an integer, or a pointer valid for the struct
+/// (`flock`, `f_owner_ex`, ...) that `cmd` reads or writes.
 #[no_mangle]
 pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    // SAFETY: passed on.
+    // SAFETY: the C library's own function with the caller's arguments, under
+    // the same contract (this function's `# Safety`).
     let r = unsafe { real!(fcntl: unsafe extern "C" fn(c_int, c_int, ...) -> c_int)(fd, cmd, arg) };
     fcntl_served(fd, cmd, arg, r)
 }
 
 /// `fcntl64(2)` (glibc 2.28+).
+///
+/// # Safety
+///
+/// `arg` is what `cmd` takes: an integer, or a pointer valid for the struct
+/// (`flock64`, `f_owner_ex`, ...) that `cmd` reads or writes.
 #[no_mangle]
 pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    // SAFETY: passed on.
+    // SAFETY: the C library's own function with the caller's arguments, under
+    // the same contract (this function's `# Safety`).
     let r = unsafe { real!(fcntl64: unsafe extern "C" fn(c_int, c_int, ...) -> c_int)(fd, cmd, arg) };
     fcntl_served(fd, cmd, arg, r)
 }
@@ -389,17 +473,28 @@ fn dup_served(old: c_int, new: c_int) -> c_int {
 }
 
 /// `dup(2)`.
+///
+/// # Safety
+///
+/// No pointers: any number is accepted, as by the C library's `dup`.
 #[no_mangle]
 pub unsafe extern "C" fn dup(old: c_int) -> c_int {
-    // SAFETY: passed on.
+    // SAFETY: the C library's own function with the caller's arguments, under
+    // the same contract (this function's `# Safety`).
     let new = unsafe { real!(dup: unsafe extern "C" fn(c_int) -> c_int)(old) };
     dup_served(old, new)
 }
 
 /// `dup2(2)`.
+///
+/// # Safety
+///
+/// No pointers; as with the C library's `dup2`, `new` is closed first, so it must
+/// not be a descriptor other code in the process still owns.
 #[no_mangle]
 pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
-    // SAFETY: passed on.
+    // SAFETY: the C library's own function with the caller's arguments, under
+    // the same contract (this function's `# Safety`).
     let r = unsafe { real!(dup2: unsafe extern "C" fn(c_int, c_int) -> c_int)(old, new) };
     if r >= 0 && old != new {
         dup_served(old, r)
@@ -409,9 +504,15 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
 }
 
 /// `dup3(2)`.
+///
+/// # Safety
+///
+/// No pointers; as with the C library's `dup3`, `new` is closed first, so it must
+/// not be a descriptor other code in the process still owns.
 #[no_mangle]
 pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
-    // SAFETY: passed on.
+    // SAFETY: the C library's own function with the caller's arguments, under
+    // the same contract (this function's `# Safety`).
     let r = unsafe { real!(dup3: unsafe extern "C" fn(c_int, c_int, c_int) -> c_int)(old, new, flags) };
     dup_served(old, r)
 }

@@ -30,34 +30,49 @@ fn access_served(path: *const c_char, mode: c_int) -> Option<c_int> {
 }
 
 /// `access(2)`.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string, as the C library's function requires.
 #[no_mangle]
 pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
     if let Some(r) = access_served(path, mode) {
         return r;
     }
-    // SAFETY: passed on.
+    // SAFETY: the C library's own function with the caller's arguments, under
+    // the same contract (this function's `# Safety`).
     unsafe { real!(access: unsafe extern "C" fn(*const c_char, c_int) -> c_int)(path, mode) }
 }
 
 /// `faccessat(2)`: served paths are absolute.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string, as the C library's function requires.
 #[no_mangle]
 pub unsafe extern "C" fn faccessat(dirfd: c_int, path: *const c_char, mode: c_int, flags: c_int) -> c_int {
     if let Some(r) = access_served(path, mode) {
         return r;
     }
-    // SAFETY: passed on.
+    // SAFETY: the C library's own function with the caller's arguments, under
+    // the same contract (this function's `# Safety`).
     unsafe {
         real!(faccessat: unsafe extern "C" fn(c_int, *const c_char, c_int, c_int) -> c_int)(dirfd, path, mode, flags)
     }
 }
 
 /// `euidaccess(3)`.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string, as the C library's function requires.
 #[no_mangle]
 pub unsafe extern "C" fn euidaccess(path: *const c_char, mode: c_int) -> c_int {
     if let Some(r) = access_served(path, mode) {
         return r;
     }
-    // SAFETY: passed on.
+    // SAFETY: the C library's own function with the caller's arguments, under
+    // the same contract (this function's `# Safety`).
     unsafe { real!(euidaccess: unsafe extern "C" fn(*const c_char, c_int) -> c_int)(path, mode) }
 }
 
@@ -103,6 +118,13 @@ fn give(path: &[u8], out: *mut c_char) -> *mut c_char {
 }
 
 /// `realpath(3)`.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string, as the C library's function requires; `out`
+/// is null (the result
+/// is then `malloc`ed, for the caller to `free`) or valid for writes of
+/// `PATH_MAX` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn realpath(path: *const c_char, out: *mut c_char) -> *mut c_char {
     match resolved(path) {
@@ -111,20 +133,32 @@ pub unsafe extern "C" fn realpath(path: *const c_char, out: *mut c_char) -> *mut
             set_errno(e);
             std::ptr::null_mut()
         }
-        // SAFETY: passed on.
+        // SAFETY: the C library's own function with the caller's arguments, under
+        // the same contract (this function's `# Safety`).
         None => unsafe { real!(realpath: unsafe extern "C" fn(*const c_char, *mut c_char) -> *mut c_char)(path, out) },
     }
 }
 
 /// `realpath` as `_FORTIFY_SOURCE` calls it.
+///
+/// # Safety
+///
+/// As for [`realpath`]: `path` is NUL-terminated and `out` is null or valid for
+/// writes of `PATH_MAX` bytes (`outlen` is the size the compiler knew).
 #[no_mangle]
 pub unsafe extern "C" fn __realpath_chk(path: *const c_char, out: *mut c_char, outlen: size_t) -> *mut c_char {
     // SAFETY: the fortified check only guards `out`'s size, which `give` respects (PATH_MAX).
     let _ = outlen;
+    // SAFETY: the caller's arguments, with `realpath`'s contract (this function's own).
     unsafe { realpath(path, out) }
 }
 
 /// `canonicalize_file_name(3)`.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string, as the C library's function requires; the result is
+/// `malloc`ed, for the caller to `free`.
 #[no_mangle]
 pub unsafe extern "C" fn canonicalize_file_name(path: *const c_char) -> *mut c_char {
     // SAFETY: the same call with a malloc'ed result.
@@ -136,6 +170,12 @@ type Compar = Option<unsafe extern "C" fn(*mut *const dirent, *mut *const dirent
 type ScandirFn = unsafe extern "C" fn(*const c_char, *mut *mut *mut dirent, Filter, Compar) -> c_int;
 
 /// `scandir(3)` of `/dev` lists the served nodes too (once, in order).
+///
+/// # Safety
+///
+/// As for the C library's `scandir`: `dir` is a NUL-terminated string, `list` is
+/// valid for a write of one pointer, and `filter` and `compar` are `None` or
+/// functions safe to call with the `dirent`s listed.
 #[no_mangle]
 pub unsafe extern "C" fn scandir(
     dir: *const c_char,
@@ -148,6 +188,12 @@ pub unsafe extern "C" fn scandir(
 }
 
 /// `scandir64(3)` (the same `dirent` layout on 64-bit Linux).
+///
+/// # Safety
+///
+/// As for the C library's `scandir64`: `dir` is a NUL-terminated string, `list`
+/// is valid for a write of one pointer, and `filter` and `compar` are `None` or
+/// functions safe to call with the `dirent`s listed.
 #[no_mangle]
 pub unsafe extern "C" fn scandir64(
     dir: *const c_char,
@@ -159,6 +205,12 @@ pub unsafe extern "C" fn scandir64(
     unsafe { scandir_any(dir, list, filter, compar, real!(scandir64: ScandirFn)) }
 }
 
+/// [`scandir`] and [`scandir64`], with `real` the C library's function of the same name.
+///
+/// # Safety
+///
+/// As for [`scandir`]: `dir` is NUL-terminated, `list` is valid for a write of
+/// one pointer, `filter` and `compar` are `None` or safe to call on `dirent`s.
 unsafe fn scandir_any(
     dir: *const c_char,
     list: *mut *mut *mut dirent,

@@ -95,12 +95,18 @@ fn fstat_served(fd: c_int, buf: *mut libc::stat) -> Option<c_int> {
 macro_rules! path_stat {
     ($name:ident, $follow:expr) => {
         #[doc = concat!("`", stringify!($name), "(2)`.")]
+        ///
+        /// # Safety
+        ///
+        /// `path` is a NUL-terminated string and `buf` is valid for a write of a
+        /// `struct stat`.
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, buf: *mut libc::stat) -> c_int {
             if let Some(k) = kind_of(path, $follow) {
                 return answer(k, buf);
             }
-            // SAFETY: passed on.
+            // SAFETY: the C library's own function with the caller's arguments, under
+            // the same contract (this function's `# Safety`).
             unsafe { real!($name: StatFn)(path, buf) }
         }
     };
@@ -113,12 +119,17 @@ path_stat!(lstat64, false);
 macro_rules! fd_stat {
     ($name:ident) => {
         #[doc = concat!("`", stringify!($name), "(2)`.")]
+        ///
+        /// # Safety
+        ///
+        /// `buf` is valid for a write of a `struct stat`.
         #[no_mangle]
         pub unsafe extern "C" fn $name(fd: c_int, buf: *mut libc::stat) -> c_int {
             if let Some(r) = fstat_served(fd, buf) {
                 return r;
             }
-            // SAFETY: passed on.
+            // SAFETY: the C library's own function with the caller's arguments, under
+            // the same contract (this function's `# Safety`).
             unsafe { real!($name: FstatFn)(fd, buf) }
         }
     };
@@ -129,6 +140,11 @@ fd_stat!(fstat64);
 macro_rules! at_stat {
     ($name:ident) => {
         #[doc = concat!("`", stringify!($name), "(2)`: served paths are absolute; `AT_EMPTY_PATH` stats `dirfd`.")]
+        ///
+        /// # Safety
+        ///
+        /// `path` is a NUL-terminated string (empty with `AT_EMPTY_PATH`) and `buf` is
+        /// valid for a write of a `struct stat`.
         #[no_mangle]
         pub unsafe extern "C" fn $name(dirfd: c_int, path: *const c_char, buf: *mut libc::stat, flags: c_int) -> c_int {
             // SAFETY: `path` is NUL-terminated when not null.
@@ -140,7 +156,8 @@ macro_rules! at_stat {
             } else if let Some(k) = kind_of(path, flags & libc::AT_SYMLINK_NOFOLLOW == 0) {
                 return answer(k, buf);
             }
-            // SAFETY: passed on.
+            // SAFETY: the C library's own function with the caller's arguments, under
+            // the same contract (this function's `# Safety`).
             unsafe { real!($name: FstatatFn)(dirfd, path, buf, flags) }
         }
     };
@@ -151,6 +168,11 @@ at_stat!(fstatat64);
 macro_rules! old_path_stat {
     ($name:ident, $modern:ident) => {
         #[doc = concat!("`", stringify!($name), "`: glibc before 2.33 compiled `stat` to it.")]
+        ///
+        /// # Safety
+        ///
+        /// `path` is a NUL-terminated string and `buf` is valid for a write of a
+        /// `struct stat`.
         #[no_mangle]
         pub unsafe extern "C" fn $name(_ver: c_int, path: *const c_char, buf: *mut libc::stat) -> c_int {
             // SAFETY: the same call under its modern name.
@@ -166,6 +188,10 @@ old_path_stat!(__lxstat64, lstat64);
 macro_rules! old_fd_stat {
     ($name:ident, $modern:ident) => {
         #[doc = concat!("`", stringify!($name), "`: glibc before 2.33 compiled `fstat` to it.")]
+        ///
+        /// # Safety
+        ///
+        /// `buf` is valid for a write of a `struct stat`.
         #[no_mangle]
         pub unsafe extern "C" fn $name(_ver: c_int, fd: c_int, buf: *mut libc::stat) -> c_int {
             // SAFETY: the same call under its modern name.
@@ -177,6 +203,11 @@ old_fd_stat!(__fxstat, fstat);
 old_fd_stat!(__fxstat64, fstat64);
 
 /// `__fxstatat`: glibc before 2.33 compiled `fstatat` to it.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string (empty with `AT_EMPTY_PATH`) and `buf` is
+/// valid for a write of a `struct stat`.
 #[no_mangle]
 pub unsafe extern "C" fn __fxstatat(
     _ver: c_int,
@@ -190,6 +221,11 @@ pub unsafe extern "C" fn __fxstatat(
 }
 
 /// `__fxstatat64`.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string (empty with `AT_EMPTY_PATH`) and `buf` is
+/// valid for a write of a `struct stat64` (the same layout on 64-bit Linux).
 #[no_mangle]
 pub unsafe extern "C" fn __fxstatat64(
     _ver: c_int,
@@ -203,6 +239,11 @@ pub unsafe extern "C" fn __fxstatat64(
 }
 
 /// `statx(2)`.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string (empty with `AT_EMPTY_PATH`) and `buf` is
+/// valid for a write of a `struct statx`.
 #[no_mangle]
 pub unsafe extern "C" fn statx(
     dirfd: c_int,
@@ -240,7 +281,8 @@ pub unsafe extern "C" fn statx(
         }
         Some(Ok(_)) => set_errno(libc::EFAULT),
         Some(Err(e)) => set_errno(e),
-        // SAFETY: passed on.
+        // SAFETY: the C library's own function with the caller's arguments, under
+        // the same contract (this function's `# Safety`).
         None => unsafe {
             real!(statx: unsafe extern "C" fn(c_int, *const c_char, c_int, c_uint, *mut libc::statx) -> c_int)(
                 dirfd, path, flags, mask, buf,

@@ -47,10 +47,14 @@
 //!   during the run (`/proc/stat`). The lab's bus runs in real time while a
 //!   stolen CPU stands still, so frames lost under load follow steal.
 //!
+//! `CanechoReport::latency_plot` draws the timed run's gaps as histograms
+//! (`--plot`), the physical limit as the floor.
+//!
 //! The echo answers with the request's id − 1 (configurable), so that at
 //! full load the echo wins arbitration instead of starving behind a
 //! generator that is always ready (`canecho.c` uses id + 1).
 
+mod plot;
 mod rig;
 mod run;
 

@@ -27,8 +27,13 @@
 //! msgs_per_s, wire_s, elapsed_s}` (medians over repetitions); `async_unpipelined` is async with `pipelined_pump` off,
 //! that switch's share: it acts only on queued messages, so its entry in
 //! `ablation`, measured on the sync loop, stays at `fast`'s overhead).
+//!
+//! With `latency_samples` (`--plot`) a sampling pass after the rounds times
+//! every message of classic, linux-6.9 and fast on its own ([`samples`]),
+//! for [`SpiReport::latency_plot`]; the figures above never include it.
 
 pub mod rig;
+pub mod samples;
 pub mod target;
 mod throughput;
 
@@ -97,6 +102,10 @@ pub struct SpiOptions {
     pub trace_msgs: u64,
     /// Where the messages go (the lab by default; a spidev node with `--dev`).
     pub target: Target,
+    /// Also time `msgs` messages one by one per policy after the measured
+    /// rounds, for a latency histogram ([`SpiReport::latency_plot`]); off by
+    /// default (it costs time, and nothing else: the figures are taken first).
+    pub latency_samples: bool,
 }
 
 /// The wire time the default message counts aim at, per policy (and for all
@@ -133,6 +142,7 @@ impl Default for SpiOptions {
             async_window: 8,
             trace_msgs: 2_000,
             target: Target::default(),
+            latency_samples: false,
         }
     }
 }
@@ -196,6 +206,9 @@ pub struct SpiReport {
     pub software_us_per_msg: (f64, f64),
     pub ablation: Vec<(String, f64)>,
     pub throughput: Option<throughput::Comparison>,
+    /// Every sampled message's latency per policy, if
+    /// [`SpiOptions::latency_samples`] asked for them.
+    pub latency_samples: Option<samples::LatencySamples>,
 }
 
 /// One style of message sent over one of the run's rigs, and its rounds.
@@ -335,6 +348,11 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     } else {
         Vec::new()
     };
+    let latency_samples = if o.latency_samples {
+        Some(samples::sample([&rigs[0], &rigs[3], &rigs[1]], o.size, o.msgs, o.rounds)?)
+    } else {
+        None
+    };
     // The labs' threads stop before the throughput runs start theirs.
     drop((series, pms, rigs));
     let throughput = if o.async_threads > 0 {
@@ -353,6 +371,7 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
         fast,
         ablation,
         throughput,
+        latency_samples,
     })
 }
 

@@ -65,6 +65,7 @@ fn an_access_the_pte_does_not_allow_faults_with_the_reason() {
     let mmu = iommu();
     // SAFETY: no device access touches memory in this test.
     unsafe { mmu.map(IOVA, 0x7000_0000, 4096, Perm::READ) }.unwrap();
+    // SAFETY: as above: only translations are asked for, no memory is accessed.
     unsafe { mmu.map(IOVA + 4096, 0x7000_1000, 4096, Perm::WRITE) }.unwrap();
     assert!(mmu.translate(IOVA, false).is_ok());
     let f = mmu.translate(IOVA, true).unwrap_err();
@@ -80,6 +81,7 @@ fn bad_ranges_are_refused_with_what_is_allowed_and_change_nothing() {
     let mmu = iommu();
     // SAFETY: no device access touches memory in this test.
     unsafe { mmu.map(IOVA, 0x7000_0000, 2 * 4096, Perm::READ) }.unwrap();
+    // SAFETY: as above; every call below is refused and maps nothing.
     let map = |iova, phys, len, perm| unsafe { mmu.map(iova, phys, len, perm) };
     let refused = [
         (

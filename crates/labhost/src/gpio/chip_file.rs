@@ -142,8 +142,9 @@ impl NodeFile for ChipFile {
 
     unsafe fn ioctl(&self, request: u64, arg: *mut c_void, fds: &dyn FdInstaller) -> Result<i32, Errno> {
         self.state.present()?;
-        // SAFETY (every get/put): the request number encodes the size of
-        // the struct read or written, which the program's pointer covers.
+        // SAFETY: (every get/put) the request number encodes the size of
+        // the struct read or written, which the program's pointer covers
+        // (this method's contract: `arg` is valid for that many bytes).
         unsafe {
             match request as u32 {
                 GPIO_GET_CHIPINFO_IOCTL => put(arg, self.chip_info()),

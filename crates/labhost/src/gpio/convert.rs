@@ -86,10 +86,12 @@ pub(crate) fn validate_v2_config(lc: &gpio_v2_line_config, num_lines: usize) -> 
 /// What `lc` asks of the line at request index `idx`.
 pub(crate) fn v2_line_config(lc: &gpio_v2_line_config, idx: usize) -> LineConfig {
     let bit = 1u64 << idx;
-    // SAFETY (the three union reads): every member is plain integer data and
+    // SAFETY: (the three union reads) every member is plain integer data and
     // the whole union came from the program's bytes; `id` says which one is meant.
     let flags = attr_for(lc, idx, GPIO_V2_LINE_ATTR_ID_FLAGS).map_or(lc.flags, |a| unsafe { a.u.flags });
+    // SAFETY: as above: an initialized integer union member, selected by `id`.
     let value = attr_for(lc, idx, GPIO_V2_LINE_ATTR_ID_OUTPUT_VALUES).is_some_and(|a| unsafe { a.u.values } & bit != 0);
+    // SAFETY: as above: an initialized integer union member, selected by `id`.
     let debounce_us = attr_for(lc, idx, GPIO_V2_LINE_ATTR_ID_DEBOUNCE).map_or(0, |a| unsafe { a.u.debounce_period_us });
     LineConfig { flags, value, debounce_us }
 }

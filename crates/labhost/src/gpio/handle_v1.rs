@@ -82,8 +82,9 @@ impl NodeFile for HandleFile {
 
     unsafe fn ioctl(&self, request: u64, arg: *mut c_void, _fds: &dyn FdInstaller) -> Result<i32, Errno> {
         self.held.state().present()?;
-        // SAFETY (every get/put): the request number encodes the size of
-        // the struct read or written, which the program's pointer covers.
+        // SAFETY: (every get/put) the request number encodes the size of
+        // the struct read or written, which the program's pointer covers
+        // (this method's contract: `arg` is valid for that many bytes).
         unsafe {
             match request as u32 {
                 GPIOHANDLE_GET_LINE_VALUES_IOCTL => put(arg, self.get_values()?),

@@ -155,8 +155,9 @@ impl NodeFile for LineRequestFile {
 
     unsafe fn ioctl(&self, request: u64, arg: *mut c_void, _fds: &dyn FdInstaller) -> Result<i32, Errno> {
         self.held.state().present()?;
-        // SAFETY (every get/put): the request number encodes the size of
-        // the struct read or written, which the program's pointer covers.
+        // SAFETY: (every get/put) the request number encodes the size of
+        // the struct read or written, which the program's pointer covers
+        // (this method's contract: `arg` is valid for that many bytes).
         unsafe {
             match request as u32 {
                 GPIO_V2_LINE_GET_VALUES_IOCTL => {

@@ -104,10 +104,11 @@ impl Held {
 /// `arg` points to `size_of::<T>()` readable bytes (the ioctl's size field
 /// says so, and the program passes that much), and any bytes are a valid `T`.
 pub(crate) unsafe fn get<T: Copy>(arg: *mut std::ffi::c_void) -> Result<T, Errno> {
-    if arg.is_null() {
+    if !crate::user_mem::readable(arg as usize, std::mem::size_of::<T>()) {
         return Err(libc::EFAULT);
     }
-    // SAFETY: the caller's contract; unaligned, as a user pointer may be.
+    // SAFETY: the caller's contract (and the memory is mapped, checked
+    // above); unaligned, as a user pointer may be.
     Ok(unsafe { std::ptr::read_unaligned(arg.cast::<T>()) })
 }
 
@@ -116,10 +117,10 @@ pub(crate) unsafe fn get<T: Copy>(arg: *mut std::ffi::c_void) -> Result<T, Errno
 /// # Safety
 /// `arg` points to `size_of::<T>()` writable bytes.
 pub(crate) unsafe fn put<T: Copy>(arg: *mut std::ffi::c_void, value: T) -> Result<i32, Errno> {
-    if arg.is_null() {
+    if !crate::user_mem::writable(arg as usize, std::mem::size_of::<T>()) {
         return Err(libc::EFAULT);
     }
-    // SAFETY: the caller's contract; unaligned, as a user pointer may be.
+    // SAFETY: the caller's contract (the memory is mapped writable, checked above); unaligned, as a user pointer may be.
     unsafe { std::ptr::write_unaligned(arg.cast::<T>(), value) };
     Ok(0)
 }

@@ -24,6 +24,7 @@
 
 use crate::node::{CharDev, Errno, FdInstaller, Node, NodeFile};
 use crate::ready::never_ready;
+use crate::user_mem;
 use std::ffi::c_void;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -124,10 +125,11 @@ impl SpidevFile {
 /// # Safety
 /// `arg` points to a readable `T` (the ioctl's contract).
 unsafe fn get<T: Copy>(arg: *mut c_void) -> Result<T, Errno> {
-    if arg.is_null() {
+    if !crate::user_mem::readable(arg as usize, std::mem::size_of::<T>()) {
         return Err(libc::EFAULT);
     }
-    // SAFETY: the caller's contract; unaligned, as user pointers may be.
+    // SAFETY: the caller's contract (and the memory is mapped, checked
+    // above); unaligned, as a user pointer may be.
     Ok(unsafe { std::ptr::read_unaligned(arg.cast::<T>()) })
 }
 
@@ -136,10 +138,10 @@ unsafe fn get<T: Copy>(arg: *mut c_void) -> Result<T, Errno> {
 /// # Safety
 /// `arg` points to a writable `T`.
 unsafe fn put<T: Copy>(arg: *mut c_void, value: T) -> Result<i32, Errno> {
-    if arg.is_null() {
+    if !crate::user_mem::writable(arg as usize, std::mem::size_of::<T>()) {
         return Err(libc::EFAULT);
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: the caller's contract (the memory is mapped writable, checked above).
     unsafe { std::ptr::write_unaligned(arg.cast::<T>(), value) };
     Ok(0)
 }
@@ -160,10 +162,20 @@ impl Device {
 
     fn message(&mut self, user: *const SpiIocTransfer, n: usize) -> Result<i32, Errno> {
         self.xfers.clear();
+        if !user_mem::readable(user as usize, n * std::mem::size_of::<SpiIocTransfer>()) {
+            return Err(libc::EFAULT);
+        }
         let mut total = 0usize;
         for i in 0..n {
-            // SAFETY: the request's size field says n transfers at `user`.
+            // SAFETY: the request's size field says n transfers at `user`, mapped (checked above).
             let mut x = unsafe { std::ptr::read_unaligned(user.add(i)) };
+            // The kernel copies each buffer in and out: EFAULT, nothing sent, if one is not there.
+            let len = x.len as usize;
+            if (x.tx_buf != 0 && !user_mem::readable(x.tx_buf as usize, len))
+                || (x.rx_buf != 0 && !user_mem::writable(x.rx_buf as usize, len))
+            {
+                return Err(libc::EFAULT);
+            }
             if x.speed_hz == 0 {
                 x.speed_hz = self.speed_hz;
             }
@@ -183,6 +195,11 @@ impl Device {
         }
         if len == 0 {
             return Ok(0);
+        }
+        if (!tx.is_null() && !user_mem::readable(tx as usize, len))
+            || (!rx.is_null() && !user_mem::writable(rx as usize, len))
+        {
+            return Err(libc::EFAULT);
         }
         let x = SpiIocTransfer {
             tx_buf: tx as u64,
@@ -204,7 +221,7 @@ impl NodeFile for SpidevFile {
 
     unsafe fn ioctl(&self, request: u64, arg: *mut c_void, _fds: &dyn FdInstaller) -> Result<i32, Errno> {
         let mut d = self.lock();
-        // SAFETY (every get/put below): the request's direction and size
+        // SAFETY: (every get/put below) the request's direction and size
         // match the type read or written, as spidev.h defines the request;
         // the program passes a pointer to that much memory.
         unsafe {

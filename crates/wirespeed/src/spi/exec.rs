@@ -523,9 +523,9 @@ fn shift_dma(
     let Some(DmaSupport { domain, .. }) = dma.as_ref() else { unreachable!("shift_dma runs only on a bus with DMA") };
     let fresh = match premapped {
         Some(_) => None,
-        // SAFETY: `data` borrows the buffers until this returns, after the
-        // unmap below; the driver returns only once the engine has stopped.
         None => {
+            // SAFETY: `data` borrows the buffers until this returns, after the
+            // unmap below; the driver returns only once the engine has stopped.
             Some(unsafe { TransferMapping::map(domain, data) }.map_err(|reason| SpiError::Dma { index: i, reason })?)
         }
     };

@@ -292,10 +292,11 @@ fn run_job(inner: &BusInner, hw: &mut BusHw, job: Job, in_flight: &mut InFlight<
 
 fn complete(job: Job, r: Result<(), SpiError>) {
     match job {
-        // SAFETY (both): the owner is blocked in `take` until `put`, and
+        // SAFETY: the owner is blocked in `take` until `put`, and
         // `put` touches the handoff for the last time.
         Job::Sync(ptr) => unsafe { ptr.as_ref() }.done.put(r),
         Job::Async(aj) => aj.complete(r),
+        // SAFETY: as for `Sync`: the fence's owner waits in `take` until this `put`.
         Job::Fence(ptr) => unsafe { ptr.as_ref() }.put(()),
     }
 }

@@ -103,8 +103,9 @@ fn errors_change_nothing() {
     let check = |d: &DmaDomain| {
         assert_eq!((fake.calls().map, fake.mapped_pages(), d.iova_outstanding(), d.stats().maps), before);
     };
-    // SAFETY (all map_raw calls below): the buffer outlives them; they fail.
+    // SAFETY: (all map_raw calls below) the buffer outlives them; they fail.
     assert_eq!(unsafe { d.map_raw(phys, 0, Direction::ToDevice) }.unwrap_err(), DmaError::ZeroLength);
+    // SAFETY: refused before anything is mapped (the range overflows), so no device can reach it.
     let e = unsafe { d.map_raw(u64::MAX - 10, 20, Direction::ToDevice) }.unwrap_err();
     assert!(matches!(e, DmaError::AddressOverflow { .. }), "{e}");
     let e = d.map_range(&mut b, 5..5, Direction::ToDevice).unwrap_err();

@@ -40,16 +40,18 @@ fn request_puts_differences_into_attributes() {
     let c = &r.config;
     assert_eq!(c.flags, GPIO_V2_LINE_FLAG_OUTPUT);
     assert_eq!(c.num_attrs, 3);
-    // SAFETY (all union reads below): reading the member that matches the attribute id.
     let a0 = &c.attrs[0];
     assert_eq!(
+        // SAFETY: reading the member that matches the attribute id (checked in the same tuple).
         (a0.attr.id, unsafe { a0.attr.u.flags }, a0.mask),
         (GPIO_V2_LINE_ATTR_ID_FLAGS, GPIO_V2_LINE_FLAG_INPUT | GPIO_V2_LINE_FLAG_EDGE_FALLING, 0b1100)
     );
     let a1 = &c.attrs[1];
+    // SAFETY: reading the member that matches the attribute id (checked in the same tuple).
     assert_eq!((a1.attr.id, unsafe { a1.attr.u.values }, a1.mask), (GPIO_V2_LINE_ATTR_ID_OUTPUT_VALUES, 0b01, 0b11));
     let a2 = &c.attrs[2];
     assert_eq!(
+        // SAFETY: reading the member that matches the attribute id (checked in the same tuple).
         (a2.attr.id, unsafe { a2.attr.u.debounce_period_us }, a2.mask),
         (GPIO_V2_LINE_ATTR_ID_DEBOUNCE, 100, 0b1100)
     );
