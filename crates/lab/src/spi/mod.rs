@@ -12,6 +12,9 @@ mod config;
 mod dma;
 #[cfg(test)]
 mod dma_tests;
+mod faults;
+#[cfg(test)]
+mod faults_tests;
 mod model;
 pub mod regs;
 #[cfg(test)]
@@ -26,6 +29,7 @@ use crate::spin::{SpinGuard, SpinLock};
 use crate::trace::Trace;
 pub use config::{NoSuchChipSelect, SpiConfigError, SpiControllerConfig};
 pub use dma::DmaDescriptor;
+pub use faults::InjectedFaults;
 use model::Model;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -247,6 +251,33 @@ impl SpiController {
     /// Backdoor: number of power-ups since creation (idle teardown undone).
     pub fn power_ups(&self) -> u64 {
         self.lock().power_ups
+    }
+
+    /// Backdoor: refuse the next `START` (`STATUS.ERR`, nothing shifts), once.
+    /// Arming it again before it fired arms it once, not twice.
+    pub fn refuse_next_start(&self) {
+        self.lock().faults.refuse_next_start = true;
+    }
+
+    /// Backdoor: the next FIFO burst starts but never shifts a word until
+    /// software writes `RESET`, once (see [`InjectedFaults`]).
+    pub fn stall_next_burst(&self) {
+        self.lock().faults.stall_next_burst = true;
+    }
+
+    /// Backdoor: disarms faults that have not fired yet; returns what was
+    /// armed and how many of each fired so far.
+    pub fn disarm_faults(&self) -> InjectedFaults {
+        let mut m = self.lock();
+        let before = m.faults;
+        m.faults.refuse_next_start = false;
+        m.faults.stall_next_burst = false;
+        before
+    }
+
+    /// Backdoor: the faults armed now and how many of each fired so far.
+    pub fn injected_faults(&self) -> InjectedFaults {
+        self.lock().faults
     }
 }
 

@@ -8,6 +8,7 @@
 //! is worked out by the block's [`DmaEngine`] instead of the FIFOs.
 
 use super::dma::{DmaEngine, Step};
+use super::faults::InjectedFaults;
 use super::regs::*;
 use super::{SpiControllerConfig, SpiDeviceModel};
 use crate::irq::IrqLine;
@@ -26,6 +27,8 @@ struct Burst {
     /// Set when a word could not be scheduled because the RX FIFO was full;
     /// the next word then cannot start before the pop that made room.
     rx_stalled: bool,
+    /// An injected stall ([`InjectedFaults`]): no word shifts until `RESET`.
+    stalled: bool,
 }
 
 struct InFlight {
@@ -64,6 +67,7 @@ pub(super) struct Model {
     pub(super) trace: Recorder,
     pub(super) power_ups: u64,
     pub(super) dma: DmaEngine,
+    pub(super) faults: InjectedFaults,
     /// When the pending interrupt check runs (a check that finds the
     /// state changed is harmless, so a superseded one is never cancelled).
     check_at: Option<Instant>,
@@ -156,6 +160,7 @@ impl Model {
             trace: Recorder::default(),
             power_ups: 0,
             dma: DmaEngine::new(),
+            faults: InjectedFaults::default(),
             check_at: None,
         }
     }
@@ -191,6 +196,9 @@ impl Model {
         }
         let depth = self.current_depth();
         let Some(b) = self.burst.as_mut() else { return };
+        if b.stalled {
+            return;
+        }
         loop {
             while let Some(f) = self.inflight.front() {
                 if f.end > t {
@@ -250,7 +258,7 @@ impl Model {
     /// When word `k` of the running burst will end if software does nothing more.
     fn predicted_end(&self, k: u32) -> Option<Instant> {
         let b = self.burst.as_ref()?;
-        if k >= b.len {
+        if k >= b.len || b.stalled {
             return None;
         }
         if k < b.scheduled {
@@ -472,6 +480,10 @@ impl Model {
             self.err = true;
             return;
         }
+        if self.faults.take_refusal() {
+            self.err = true;
+            return;
+        }
         let bits = bits_of(self.ctrl);
         let word_ns = if self.instant_wire { 0 } else { word_ns(bits, self.clkdiv, self.base_clock_hz) };
         if self.dma.armed() {
@@ -486,8 +498,17 @@ impl Model {
         self.done_flag = false;
         self.popped_in_burst = 0;
         self.rx.clear();
-        self.burst =
-            Some(Burst { len: self.xferlen, bits, word_ns, scheduled: 0, done: 0, last_end: t, rx_stalled: false });
+        let stalled = self.faults.take_stall();
+        self.burst = Some(Burst {
+            len: self.xferlen,
+            bits,
+            word_ns,
+            scheduled: 0,
+            done: 0,
+            last_end: t,
+            rx_stalled: false,
+            stalled,
+        });
         self.advance(t);
     }
 

@@ -6,7 +6,9 @@ use std::fmt;
 /// An error from the bus under a register map (the transport failed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BusError {
-    /// The transport reported an error (its own message).
+    /// The SPI core's error, kept whole (a register map over [`SpiBus`](super::SpiBus)).
+    Spi(crate::spi::SpiError),
+    /// Another transport reported an error (its own message).
     Transport(String),
     /// A message was longer than the bus can carry.
     TooLong {
@@ -22,6 +24,7 @@ pub enum BusError {
 impl fmt::Display for BusError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            BusError::Spi(e) => write!(f, "SPI error: {e}"),
             BusError::Transport(m) => write!(f, "transport error: {m}"),
             BusError::TooLong { len, max } => write!(f, "message of {len} bytes is longer than the bus allows ({max})"),
             BusError::BadCommand(m) => write!(f, "device rejected the command: {m}"),
@@ -29,7 +32,14 @@ impl fmt::Display for BusError {
     }
 }
 
-impl std::error::Error for BusError {}
+impl std::error::Error for BusError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BusError::Spi(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// An error of a register access. Nothing was changed (neither the device nor
 /// the cache) unless the variant says otherwise ([`RegmapError::Bus`] during a

@@ -41,7 +41,7 @@ impl fmt::Debug for SpiBus {
 }
 
 fn bus_error(e: SpiError) -> BusError {
-    BusError::Transport(e.to_string())
+    BusError::Spi(e)
 }
 
 impl SpiBus {
