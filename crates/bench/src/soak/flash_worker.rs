@@ -73,7 +73,7 @@ pub enum PageFault {
         /// First differing byte.
         offset: usize,
     },
-    /// The step kept failing with errors ([`MAX_TRIES`]).
+    /// The step kept failing with errors (`MAX_TRIES` times).
     GaveUp {
         /// The page.
         addr: u32,

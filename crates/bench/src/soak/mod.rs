@@ -7,7 +7,7 @@
 //! ([`workers`]) send a random mix of sync, prepared, async (waited),
 //! callback and bus-locked messages to random devices, and register-map
 //! round trips; a GPIO worker
-//! ([`gpio_worker`]) toggles the output and checks each edge event; the
+//! (`gpio_worker`) toggles the output and checks each edge event; the
 //! injector ([`faults`]) arms faults through the lab's backdoors; a flash
 //! worker ([`flash_worker`]) erases, programs and reads back pages of a
 //! SPI NOR chip on `spi0` through the SPI NOR driver, and takes the
