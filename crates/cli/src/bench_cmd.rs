@@ -44,7 +44,7 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = SpiOptions::default().size)]
         size: usize,
         /// SPI clock in Hz.
-        #[arg(long, default_value_t = SpiOptions::default().hz)]
+        #[arg(long, default_value_t = SpiOptions::default().hz, value_parser = clap::value_parser!(u32).range(1..))]
         hz: u32,
         /// Messages per policy [default: 20000, fewer for long messages: as
         /// many as take about 10 s of wire time, at least 100].
@@ -100,8 +100,8 @@ pub enum BenchCommand {
     /// SCHED_FIFO where permitted.
     Delay {
         /// Iterations of each test in each pass (1-1000000).
-        #[arg(long, default_value_t = DelayOptions::default().iterations)]
-        iterations: usize,
+        #[arg(long, default_value_t = DelayOptions::default().iterations as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        iterations: u64,
         /// Write a latency histogram (the normal pass' 100 µs waits: nanosleep against
         /// wirespeed's delay, the bare spin beside them, 100 µs drawn) to this file, as SVG or PNG by
         /// its extension; the JSON then has `"plot": FILE`.
@@ -136,7 +136,7 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = DmaOptions::default().bulk_msgs)]
         bulk_msgs: usize,
         /// SPI clock of the bulk and fault runs, in Hz.
-        #[arg(long, default_value_t = DmaOptions::default().hz)]
+        #[arg(long, default_value_t = DmaOptions::default().hz, value_parser = clap::value_parser!(u32).range(1..))]
         hz: u32,
         /// Messages of the fault run.
         #[arg(long, default_value_t = DmaOptions::default().fault_msgs)]
@@ -343,7 +343,11 @@ pub fn run(cmd: BenchCommand) -> Result<(), CliError> {
         BenchCommand::Delay { iterations, plot, json, realtime, host } => {
             check_plot_path(plot.as_deref())?;
             let idle = host_setup(Some(&realtime), &host);
-            let opts = DelayOptions { iterations, keep_samples: plot.is_some(), ..DelayOptions::default() };
+            let opts = DelayOptions {
+                iterations: iterations as usize,
+                keep_samples: plot.is_some(),
+                ..DelayOptions::default()
+            };
             let r = delay_bench::run(&opts)?;
             let chart = plot.as_deref().map(|p| (p, r.latency_plot()));
             print_report_and_plot(json, &idle, r.to_json(), || r.table(), chart)?;

@@ -15,14 +15,14 @@ pub enum LabCommand {
         /// Policy: `fast`, `linux-6.9` or `classic`.
         #[arg(long, default_value = "fast")]
         policy: String,
-        /// Messages to record.
-        #[arg(long, default_value_t = 20)]
+        /// Messages to record (at least 1).
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
         count: u64,
         /// Bytes per message (1-65536; count × (size + 4) at most 2^23: 127 messages of 65536 bytes).
         #[arg(long, default_value_t = 9)]
         size: usize,
         /// SPI clock in Hz.
-        #[arg(long, default_value_t = 20_000_000)]
+        #[arg(long, default_value_t = 20_000_000, value_parser = clap::value_parser!(u32).range(1..))]
         hz: u32,
         /// Output file.
         #[arg(long, short, default_value = "wirespeed-trace.vcd")]

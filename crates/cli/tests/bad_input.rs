@@ -220,6 +220,16 @@ fn bench_spi_a_message_size_out_of_range() {
 }
 
 #[test]
+fn bench_and_trace_counts_and_clocks_of_zero() {
+    usage_error(&["bench", "spi", "--hz", "0"], &["'0'", "--hz", "1..="]);
+    usage_error(&["bench", "dma", "--hz", "0"], &["'0'", "--hz", "1..="]);
+    usage_error(&["bench", "delay", "--iterations", "0"], &["'0'", "--iterations", "1..=1000000"]);
+    usage_error(&["bench", "delay", "--iterations", "1000001"], &["1000001", "1..=1000000"]);
+    usage_error(&["lab", "trace", "--count", "0"], &["'0'", "--count", "1.."]);
+    usage_error(&["lab", "trace", "--hz", "0"], &["'0'", "--hz", "1..="]);
+}
+
+#[test]
 fn lab_run_a_missing_or_wrong_board_file() {
     let chip = Chip::new("board");
     let missing = chip.path("missing.toml");
