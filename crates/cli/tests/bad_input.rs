@@ -6,15 +6,9 @@
 //! file unchanged.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn wirespeed(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wirespeed"))
-        .args(args)
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .expect("running wirespeed")
-}
+use common::wirespeed;
 
 /// Runs `args` and asserts a usage error: exit code 2, no panic, nothing on
 /// stdout (no message was sent, nothing read), and every one of `needles`

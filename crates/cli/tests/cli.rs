@@ -3,21 +3,15 @@
 //! shows defaults. Runs are tiny; `--cpus-may-sleep` keeps them from
 //! touching the host's PM QoS.
 
-use std::process::{Command, Output};
+mod common;
+
+use common::wirespeed;
 
 /// Serializes the tests that run long, CPU-bound benchmarks (flash, shim),
 /// so that on two cores they do not time each other.
 fn heavy() -> std::sync::MutexGuard<'static, ()> {
     static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
     HEAVY.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn wirespeed(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wirespeed"))
-        .args(args)
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .expect("running wirespeed")
 }
 
 /// Asserts a clean refusal: exit code 1 or 2, no panic, a message on stderr
@@ -492,14 +486,14 @@ fn flash_refuses_wrong_sizes_unknown_chips_bad_ranges_and_missing_nodes() {
 
 #[test]
 fn flash_erase_stops_at_a_sector_boundary_on_ctrl_c_and_says_how_to_resume() {
-    let child = Command::new(env!("CARGO_BIN_EXE_wirespeed"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_wirespeed"))
         .args(["flash", "--lab", "w25q128jv", "erase", "--offset", "0", "--length", "4M"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(600));
-    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let killed = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(killed.success());
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

@@ -4,15 +4,9 @@
 //! Runs are tiny; `--cpus-may-sleep` keeps them from touching the host's PM QoS.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn wirespeed(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wirespeed"))
-        .args(args)
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .expect("running wirespeed")
-}
+use common::wirespeed;
 
 /// A file name in a fresh temporary folder, removed when dropped.
 struct TempFile(PathBuf);
