@@ -3,6 +3,7 @@
 //! touches the bus.
 
 use super::bittiming::{self, BitTiming};
+use super::errata::{spi_clock_limit, Workarounds};
 use super::error::Error;
 use super::intwait::IntWaitConfig;
 use super::regs::*;
@@ -52,7 +53,8 @@ pub struct Config {
     pub tx_timestamps: bool,
     /// Frames the driver buffers between the device and `recv` (≥ 1).
     pub rx_queue: usize,
-    /// How long to wait for OSC.OSCRDY after reset.
+    /// How long to wait for OSC.OSCRDY after the wake-up and after the
+    /// reset (the Linux driver polls every 3 ms for up to 30 ms).
     pub osc_timeout: Duration,
     /// How long to wait for a mode change.
     pub mode_timeout: Duration,
@@ -60,6 +62,13 @@ pub struct Config {
     pub tx_timeout: Duration,
     /// How the driver waits for its INT line.
     pub int_wait: IntWaitConfig,
+    /// The silicon errata workarounds (all on by default).
+    pub workarounds: Workarounds,
+    /// After bus-off the driver stops the controller (configuration mode);
+    /// this long after, it restarts it fully (RESET and the whole
+    /// configuration) by itself at its next call, like SocketCAN's
+    /// `restart-ms`. `None`: it stays stopped until [`restart`](super::Mcp251xfd::restart).
+    pub bus_off_restart: Option<Duration>,
 }
 
 impl Default for Config {
@@ -80,10 +89,12 @@ impl Default for Config {
             tx_payload: 8,
             tx_timestamps: true,
             rx_queue: 64,
-            osc_timeout: Duration::from_millis(3),
+            osc_timeout: Duration::from_millis(30),
             mode_timeout: Duration::from_millis(100),
             tx_timeout: Duration::from_millis(100),
             int_wait: IntWaitConfig::default(),
+            workarounds: Workarounds::ALL,
+            bus_off_restart: Some(Duration::from_millis(100)),
         }
     }
 }
@@ -91,7 +102,7 @@ impl Default for Config {
 /// The device's SPI settings: mode 0, at most 85 % of SYSCLK / 2 (17 MHz at
 /// 40 MHz, as the Linux driver uses), 50 ns CS setup, hold and disable times.
 pub fn device_config(cs: u8, clock_hz: u32) -> DeviceConfig {
-    let hz = clock_hz / 200 * 85;
+    let hz = spi_clock_limit(clock_hz);
     DeviceConfig::new(cs, hz).cs_timing_ns(50, 50, 50)
 }
 

@@ -20,7 +20,7 @@ pub enum Error {
         /// How long the driver waited, µs.
         waited_us: u64,
     },
-    /// DEVID does not name an MCP2518FD. The device was left in configuration mode.
+    /// DEVID names neither an MCP2518FD nor an MCP2517FD. The device was left in configuration mode.
     WrongDevice {
         /// The DEVID value read.
         devid: u32,
@@ -135,7 +135,7 @@ impl fmt::Display for Error {
             ),
             Error::WrongDevice { devid, expected_id } => write!(
                 f,
-                "DEVID = {devid:#010x}: ID field {} is not an MCP2518FD (expected {expected_id}); device left in configuration mode",
+                "DEVID = {devid:#010x}: ID field {} is neither an MCP2518FD ({expected_id}) nor an MCP2517FD (0); device left in configuration mode",
                 (devid >> 4) & 0xF
             ),
             Error::ModeTimeout { requested, current } => {

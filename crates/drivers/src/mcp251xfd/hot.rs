@@ -2,28 +2,35 @@
 //! run with no validation and no allocation (as the Linux driver builds its
 //! `spi_message`s once):
 //!
-//! - `status_rx`: READ of C1INT (4 bytes) and, in a second chip-select
-//!   window of the same message, a speculative READ of the RX object at the
-//!   driver's tail (header, timestamp and the first 8 data bytes).
-//!   Interrupts are almost always a received frame, so one message usually
-//!   carries everything; if C1INT.RXIF is clear the object bytes are
-//!   ignored. (RXIF is the OR of C1RXIF over the RX FIFOs, and the driver
-//!   has one, so reading C1RXIF too would add 32 clocks and no news.)
-//! - `rx_uinc`: WRITE of the RX FIFO's FIFOCON byte 1 = UINC.
+//! - `status_rx`: READ of C1INT (4 bytes), READ of the RX FIFO's FIFOSTA
+//!   (4 bytes: not-empty / full flags and FIFOCI, the head index) and, in
+//!   a third chip-select window of the same message, a speculative READ of
+//!   the RX object at the driver's tail (header, timestamp and the first 8
+//!   data bytes). Interrupts are almost always a received frame, so one
+//!   message usually carries everything; FIFOSTA says how many more
+//!   objects wait (read in one burst, see `irq.rs`); if the FIFO is empty
+//!   the object bytes are ignored.
+//! - `rx_uinc[k - 1]`: k WRITEs of the RX FIFO's FIFOCON byte 1 = UINC, CS
+//!   toggled between them (one per object consumed), one message.
 //! - `tx[class][rx_uinc][tef_uinc]`: WRITE of the TX object at the TX FIFO's
 //!   head, then WRITE of its FIFOCON byte 1 = UINC | TXREQ, and optionally the
 //!   deferred RX UINC and a deferred TEF UINC (a completion the last status
 //!   read announced) — one message, CS toggled between accesses, the
 //!   request first so that the frame reaches the wire as early as possible.
+//! - `tx_req`: UINC | TXREQ alone (re-issued when the chip refused one).
 //! - `tef`: READ of the TEF object at the tail, then WRITE TEFCON byte 1 =
-//!   UINC; `tef_uinc`: the UINC alone, when TX timestamps are not wanted.
+//!   UINC; `tef_uinc[k - 1]`: k UINCs alone (completions without TX
+//!   timestamps, or a burst of completions read at once).
 //!
-//! With CRC, every access carries a length byte and a CRC-16; reads are
-//! checked by [`check_read`](super::regio::check_read).
+//! With CRC, every access carries a CRC-16 (reads are checked by
+//! [`check_read`](super::regio::check_read)); the one-byte writes (UINC,
+//! TXREQ) are WRITE_SAFE with [`Workarounds::write_safe`](super::Workarounds::write_safe)
+//! (the chip drops a corrupted one instead of writing it), WRITE_CRC
+//! without. Every transfer is clocked at the driver's SPI clock limit.
 
 use super::config::Layout;
 use super::error::Error;
-use super::regio::{check_read, encode_read, encode_write, overhead, readdress_write};
+use super::regio::{check_read, encode_read, encode_write, encode_write_safe, overhead, readdress_write};
 use super::regs::*;
 use crate::can::{CanId, Frame};
 use wirespeed::spi::{OwnedTransfer, PreparedMessage, SpiDevice};
@@ -33,17 +40,31 @@ pub(crate) const RX_HEAD: usize = 20;
 /// Bytes of a TEF object: TE0, TE1, timestamp.
 pub(crate) const TEF_OBJ: usize = 12;
 
+/// How the hot path frames its accesses.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Wire {
+    /// READ_CRC / WRITE_CRC.
+    pub crc: bool,
+    /// One-byte writes as WRITE_SAFE (with `crc`).
+    pub safe: bool,
+    /// Clock of every transfer (0: the device's).
+    pub hz: u32,
+}
+
 pub(crate) struct Hot {
     pub crc: bool,
     pub status_rx: PreparedMessage,
-    pub rx_uinc: PreparedMessage,
+    /// `rx_uinc[k - 1]`: k RX UINCs in one message.
+    pub rx_uinc: Vec<PreparedMessage>,
     /// [short (≤ 8 data bytes), long (tx payload)] × [plain, + RX UINC] ×
     /// [plain, + TEF UINC].
     pub tx: [[[PreparedMessage; 2]; 2]; 2],
     pub tx_data: [usize; 2],
+    /// UINC | TXREQ of the TX FIFO alone.
+    pub tx_req: PreparedMessage,
     pub tef: PreparedMessage,
-    /// TEF UINC alone (completions without TX timestamps).
-    pub tef_uinc: PreparedMessage,
+    /// `tef_uinc[k - 1]`: k TEF UINCs in one message.
+    pub tef_uinc: Vec<PreparedMessage>,
 }
 
 impl std::fmt::Debug for Hot {
@@ -52,48 +73,68 @@ impl std::fmt::Debug for Hot {
     }
 }
 
-fn read(addr: u16, n: usize, crc: bool) -> OwnedTransfer {
-    let (h, t) = overhead(crc);
-    let mut b = vec![0u8; h + n + t];
-    encode_read(&mut b, addr, n, crc);
-    OwnedTransfer::duplex(b)
+fn clocked(t: OwnedTransfer, hz: u32) -> OwnedTransfer {
+    if hz == 0 {
+        t
+    } else {
+        t.speed_hz(hz)
+    }
 }
 
-fn write(addr: u16, data: &[u8], crc: bool) -> OwnedTransfer {
-    let (h, t) = overhead(crc);
+fn read(addr: u16, n: usize, w: Wire) -> OwnedTransfer {
+    let (h, t) = overhead(w.crc);
+    let mut b = vec![0u8; h + n + t];
+    encode_read(&mut b, addr, n, w.crc);
+    clocked(OwnedTransfer::duplex(b), w.hz)
+}
+
+fn write(addr: u16, data: &[u8], w: Wire) -> OwnedTransfer {
+    let (h, t) = overhead(w.crc);
     let mut b = vec![0u8; h + data.len() + t];
-    encode_write(&mut b, addr, data, crc);
-    OwnedTransfer::write(b)
+    encode_write(&mut b, addr, data, w.crc);
+    clocked(OwnedTransfer::write(b), w.hz)
 }
 
 /// A WRITE of byte 1 of the control register at `con` (where UINC and
-/// TXREQ live), setting `bits`.
-fn con_byte1(con: u16, bits: u32, crc: bool) -> OwnedTransfer {
-    write(con + 1, &[(bits >> 8) as u8], crc)
+/// TXREQ live), setting `bits`: WRITE_SAFE when the wire says so.
+fn con_byte1(con: u16, bits: u32, w: Wire) -> OwnedTransfer {
+    let v = (bits >> 8) as u8;
+    if w.crc && w.safe {
+        clocked(OwnedTransfer::write(encode_write_safe(con + 1, v).to_vec()), w.hz)
+    } else {
+        write(con + 1, &[v], w)
+    }
+}
+
+/// The transfers as one message, CS toggled between them (each is one
+/// instruction).
+fn chain(v: Vec<OwnedTransfer>) -> Vec<OwnedTransfer> {
+    let last = v.len() - 1;
+    v.into_iter().enumerate().map(|(i, t)| if i < last { t.cs_change(None) } else { t }).collect()
 }
 
 impl Hot {
-    pub(crate) fn build(dev: &SpiDevice, l: &Layout, crc: bool) -> Result<Hot, Error> {
-        let p = |v: Vec<OwnedTransfer>| dev.prepare(v).map_err(|e| Error::Spi(e.into()));
-        let status_rx = p(vec![read(C1INT, 4, crc).cs_change(None), read(l.rx_base, RX_HEAD, crc)])?;
-        let rx_uinc_t = || con_byte1(c1fifocon(RX_FIFO), FIFOCON_UINC, crc);
-        let rx_uinc = p(vec![rx_uinc_t()])?;
+    pub(crate) fn build(dev: &SpiDevice, l: &Layout, w: Wire) -> Result<Hot, Error> {
+        let p = |v: Vec<OwnedTransfer>| dev.prepare(chain(v)).map_err(|e| Error::Spi(e.into()));
+        let status_rx = p(vec![read(C1INT, 4, w), read(c1fifosta(RX_FIFO), 4, w), read(l.rx_base, RX_HEAD, w)])?;
+        let rx_uinc_t = || con_byte1(c1fifocon(RX_FIFO), FIFOCON_UINC, w);
+        let tef_uinc_t = || con_byte1(C1TEFCON, TEFCON_UINC, w);
+        let tx_req_t = || con_byte1(c1fifocon(TX_FIFO), FIFOCON_UINC | FIFOCON_TXREQ, w);
+        let rx_uinc = (1..=usize::from(l.rx_depth))
+            .map(|k| p((0..k).map(|_| rx_uinc_t()).collect()))
+            .collect::<Result<_, _>>()?;
+        let tef_uinc = (1..=usize::from(l.tef_depth))
+            .map(|k| p((0..k).map(|_| tef_uinc_t()).collect()))
+            .collect::<Result<_, _>>()?;
         let tx_data = [8usize, usize::from(l.tx_obj) - 8];
-        let tef_uinc_t = || con_byte1(C1TEFCON, TEFCON_UINC, crc);
         let tx_msg = |data: usize, rx_u: bool, tef_u: bool| {
-            let mut v = vec![
-                write(l.tx_base, &vec![0u8; 8 + data], crc),
-                con_byte1(c1fifocon(TX_FIFO), FIFOCON_UINC | FIFOCON_TXREQ, crc),
-            ];
+            let mut v = vec![write(l.tx_base, &vec![0u8; 8 + data], w), tx_req_t()];
             if rx_u {
                 v.push(rx_uinc_t());
             }
             if tef_u {
                 v.push(tef_uinc_t());
             }
-            // CS toggles between accesses (each is one instruction).
-            let last = v.len() - 1;
-            let v = v.into_iter().enumerate().map(|(i, t)| if i < last { t.cs_change(None) } else { t }).collect();
             p(v)
         };
         let class = |data: usize| -> Result<[[PreparedMessage; 2]; 2], Error> {
@@ -103,15 +144,15 @@ impl Hot {
             ])
         };
         let tx = [class(tx_data[0])?, class(tx_data[1])?];
-        let tef = p(vec![read(l.tef_base, TEF_OBJ, crc).cs_change(None), tef_uinc_t()])?;
-        let tef_uinc = p(vec![tef_uinc_t()])?;
-        Ok(Hot { crc, status_rx, rx_uinc, tx, tx_data, tef, tef_uinc })
+        let tx_req = p(vec![tx_req_t()])?;
+        let tef = p(vec![read(l.tef_base, TEF_OBJ, w), tef_uinc_t()])?;
+        Ok(Hot { crc: w.crc, status_rx, rx_uinc, tx, tx_data, tx_req, tef, tef_uinc })
     }
 
     /// Points the speculative RX read at `addr`.
     pub(crate) fn set_rx_addr(&mut self, addr: u16) {
         let instr = if self.crc { INSTR_READ_CRC } else { INSTR_READ };
-        if let Some(b) = self.status_rx.tx_mut(1) {
+        if let Some(b) = self.status_rx.tx_mut(2) {
             b[..2].copy_from_slice(&cmd(instr, addr));
         }
     }
@@ -124,12 +165,17 @@ impl Hot {
         }
     }
 
-    /// C1INT and the RX object bytes of the last `status_rx` run.
-    pub(crate) fn status(&self, rx_addr: u16) -> Result<(u32, &[u8]), Error> {
-        let s = check_read(self.status_rx.rx(0).unwrap_or(&[]), C1INT, self.crc)?;
-        let int = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
-        let obj = check_read(self.status_rx.rx(1).unwrap_or(&[]), rx_addr, self.crc)?;
-        Ok((int, obj))
+    /// C1INT, the RX FIFO's FIFOSTA and the RX object bytes of the last
+    /// `status_rx` run.
+    pub(crate) fn status(&self, rx_addr: u16) -> Result<(u32, u32, &[u8]), Error> {
+        let word = |i: usize, addr: u16| -> Result<u32, Error> {
+            let s = check_read(self.status_rx.rx(i).unwrap_or(&[]), addr, self.crc)?;
+            Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+        };
+        let int = word(0, C1INT)?;
+        let sta = word(1, c1fifosta(RX_FIFO))?;
+        let obj = check_read(self.status_rx.rx(2).unwrap_or(&[]), rx_addr, self.crc)?;
+        Ok((int, sta, obj))
     }
 
     /// Fills TX message `[class][rx_u][tef_u]` with `frame` at `addr`, sequence `seq`.
@@ -187,6 +233,15 @@ pub(crate) fn flags_word(f: &Frame) -> u32 {
     }
     w
 }
+
+/// The SEQ field of a TEF object's flags word (TE1), as the driver writes it (7 bits).
+pub(crate) fn tef_seq(obj: &[u8]) -> u32 {
+    (u32::from_le_bytes([obj[4], obj[5], obj[6], obj[7]]) >> OBJ_FLAGS_SEQ_SHIFT) & SEQ_MASK
+}
+
+/// The SEQ bits the driver uses (7: what both the MCP2517FD and the
+/// MCP2518FD keep in a TEF object).
+pub(crate) const SEQ_MASK: u32 = 0x7F;
 
 /// Decodes an RX object's header: (frame without data beyond `data`, timestamp, payload length).
 pub(crate) fn decode_rx(obj: &[u8]) -> (Frame, u32, usize) {

@@ -8,6 +8,9 @@ pub const INSTR_WRITE: u8 = 0x2;
 pub const INSTR_READ: u8 = 0x3;
 pub const INSTR_WRITE_CRC: u8 = 0xA;
 pub const INSTR_READ_CRC: u8 = 0xB;
+/// WRITE_SAFE: command, one data byte (one word in RAM), CRC-16 over both;
+/// the device writes only if the CRC matches.
+pub const INSTR_WRITE_SAFE: u8 = 0xC;
 
 pub const C1CON: u16 = 0x000;
 pub const C1NBTCFG: u16 = 0x004;
@@ -56,6 +59,8 @@ pub const RAM_SIZE: u16 = 2048;
 pub const OSC: u16 = 0xE00;
 pub const IOCON: u16 = 0xE04;
 pub const CRC: u16 = 0xE08;
+pub const ECCCON: u16 = 0xE0C;
+pub const ECCSTAT: u16 = 0xE10;
 pub const DEVID: u16 = 0xE14;
 
 // C1CON
@@ -70,10 +75,12 @@ pub const CON_REQOP_SHIFT: u32 = 24;
 pub const CON_REQOP_MASK: u32 = 7 << CON_REQOP_SHIFT;
 
 pub const MODE_NORMAL_FD: u8 = 0;
+pub const MODE_SLEEP: u8 = 1;
 pub const MODE_LISTEN_ONLY: u8 = 3;
 pub const MODE_CONFIG: u8 = 4;
 pub const MODE_EXTERNAL_LOOPBACK: u8 = 5;
 pub const MODE_NORMAL_CAN20: u8 = 6;
+pub const MODE_RESTRICTED: u8 = 7;
 
 pub const TSCON_TBCEN: u32 = 1 << 16;
 
@@ -96,9 +103,27 @@ pub const INT_CLEARABLE: u32 = INT_TBCIF | INT_MODIF | INT_SERRIF | INT_CERRIF |
 
 // C1TREC
 pub const TREC_EWARN: u32 = 1 << 16;
+pub const TREC_RXWARN: u32 = 1 << 17;
+pub const TREC_TXWARN: u32 = 1 << 18;
 pub const TREC_RXBP: u32 = 1 << 19;
 pub const TREC_TXBP: u32 = 1 << 20;
 pub const TREC_TXBO: u32 = 1 << 21;
+
+// C1BDIAG1 (bits 15:0: error-free message counter)
+pub const BDIAG1_NBIT0ERR: u32 = 1 << 16;
+pub const BDIAG1_NBIT1ERR: u32 = 1 << 17;
+pub const BDIAG1_NACKERR: u32 = 1 << 18;
+pub const BDIAG1_NFORMERR: u32 = 1 << 19;
+pub const BDIAG1_NSTUFERR: u32 = 1 << 20;
+pub const BDIAG1_NCRCERR: u32 = 1 << 21;
+pub const BDIAG1_TXBOERR: u32 = 1 << 23;
+pub const BDIAG1_DBIT0ERR: u32 = 1 << 24;
+pub const BDIAG1_DBIT1ERR: u32 = 1 << 25;
+pub const BDIAG1_DFORMERR: u32 = 1 << 27;
+pub const BDIAG1_DSTUFERR: u32 = 1 << 28;
+pub const BDIAG1_DCRCERR: u32 = 1 << 29;
+pub const BDIAG1_ESI: u32 = 1 << 30;
+pub const BDIAG1_DLCMM: u32 = 1 << 31;
 
 // TEFCON
 pub const TEFCON_TEFNEIE: u32 = 1 << 0;
@@ -123,9 +148,11 @@ pub const FIFOCON_PLSIZE_SHIFT: u32 = 29;
 
 // FIFOSTA
 pub const FIFOSTA_TFNRFNIF: u32 = 1 << 0;
+pub const FIFOSTA_TFHRFHIF: u32 = 1 << 1;
 pub const FIFOSTA_TFERFFIF: u32 = 1 << 2;
 pub const FIFOSTA_RXOVIF: u32 = 1 << 3;
 pub const FIFOSTA_FIFOCI_SHIFT: u32 = 8;
+pub const FIFOSTA_FIFOCI_MASK: u32 = 0x1F;
 
 // Filters
 pub const FLTCON_FLTEN: u8 = 1 << 7;
@@ -147,15 +174,37 @@ pub const OBJ_FLAGS_FILHIT_SHIFT: u32 = 11;
 // OSC
 pub const OSC_PLLEN: u32 = 1 << 0;
 pub const OSC_OSCDIS: u32 = 1 << 2;
+/// Low-power mode enable (MCP2518FD only: reads 0 on the MCP2517FD).
+pub const OSC_LPMEN: u32 = 1 << 3;
+pub const OSC_CLKODIV_SHIFT: u32 = 5;
+/// CLKO divided by 10 (the reset value of CLKODIV).
+pub const OSC_CLKODIV_10: u32 = 3 << OSC_CLKODIV_SHIFT;
 pub const OSC_PLLRDY: u32 = 1 << 8;
 pub const OSC_OSCRDY: u32 = 1 << 10;
+
+// IOCON
+pub const IOCON_PM0: u32 = 1 << 24;
+pub const IOCON_PM1: u32 = 1 << 25;
+pub const IOCON_INTOD: u32 = 1 << 30;
 
 // CRC
 pub const CRC_CRCERRIF: u32 = 1 << 16;
 pub const CRC_FERRIF: u32 = 1 << 17;
+pub const CRC_CRCERRIE: u32 = 1 << 24;
+pub const CRC_FERRIE: u32 = 1 << 25;
+
+// ECC
+pub const ECCCON_ECCEN: u32 = 1 << 0;
+pub const ECCCON_SECIE: u32 = 1 << 1;
+pub const ECCCON_DEDIE: u32 = 1 << 2;
+pub const ECCSTAT_SECIF: u32 = 1 << 1;
+pub const ECCSTAT_DEDIF: u32 = 1 << 2;
+pub const ECCSTAT_ERRADDR_SHIFT: u32 = 16;
 
 /// DEVID bits 7:4: 1 for an MCP2518FD.
 pub const DEVID_ID_MCP2518FD: u32 = 1;
+/// DEVID bits 7:4 of an MCP2517FD.
+pub const DEVID_ID_MCP2517FD: u32 = 0;
 
 /// Payload bytes per PLSIZE value.
 pub const PLSIZE_BYTES: [usize; 8] = [8, 12, 16, 20, 24, 32, 48, 64];

@@ -10,6 +10,6 @@ pub mod spi_nor;
 
 pub use ad7606::{Ad7606, Ad7606Config};
 pub use loopback::Loopback;
-pub use mcp2518fd::{Mcp2518fd, Mcp2518fdConfig};
+pub use mcp2518fd::{EccFault, Errata, ErrataHits, MabError, Mcp2518fd, Mcp2518fdConfig};
 pub use regfile::{RegFile, REGFILE_READ, REGFILE_WRITE};
 pub use spi_nor::{ChipSpec, SpiNor, SpiNorOptions};

@@ -43,6 +43,10 @@ pub trait SpiDeviceModel: Send {
     /// One word of `bits` bits shifted, starting at `at`: the device receives
     /// `mosi` and returns what it drove on MISO during the same clocks.
     fn exchange(&mut self, mosi: u32, bits: u8, at: Instant) -> u32;
+    /// The SCLK frequency the controller will clock the device at from the
+    /// next word on. The controller calls it at the start of a burst when it
+    /// differs from what it last told this device (0 = never told).
+    fn sclk_hz(&mut self, _hz: u64) {}
 }
 
 pub(crate) struct Shared {

@@ -40,6 +40,8 @@ struct InFlight {
 struct External {
     device: Box<dyn SpiDeviceModel>,
     selected: bool,
+    /// The SCLK last reported to the device (0: never).
+    sclk_told: u64,
 }
 
 pub(super) struct Model {
@@ -63,6 +65,8 @@ pub(super) struct Model {
     rx: VecDeque<u32>,
     popped_in_burst: u32,
     devices: Vec<Option<Box<dyn SpiDeviceModel>>>,
+    /// Per native chip select: the SCLK last reported to its device (0: never).
+    sclk_told: Vec<u64>,
     external: Vec<External>,
     pub(super) trace: Recorder,
     pub(super) power_ups: u64,
@@ -156,6 +160,7 @@ impl Model {
             rx: VecDeque::with_capacity(cfg.fifo_bytes as usize),
             popped_in_burst: 0,
             devices: (0..cfg.num_cs).map(|_| None).collect(),
+            sclk_told: vec![0; cfg.num_cs as usize],
             external: Vec::new(),
             trace: Recorder::default(),
             power_ups: 0,
@@ -167,10 +172,11 @@ impl Model {
 
     pub(super) fn attach(&mut self, cs: u8, device: Box<dyn SpiDeviceModel>) {
         self.devices[cs as usize] = Some(device);
+        self.sclk_told[cs as usize] = 0;
     }
 
     pub(super) fn attach_external(&mut self, device: Box<dyn SpiDeviceModel>) -> usize {
-        self.external.push(External { device, selected: false });
+        self.external.push(External { device, selected: false, sclk_told: 0 });
         self.external.len() - 1
     }
 
@@ -473,6 +479,24 @@ impl Model {
         }
     }
 
+    /// Tells the selected devices the SCLK of the burst starting, if it
+    /// changed since they were last told.
+    fn tell_sclk(&mut self) {
+        let hz = self.base_clock_hz / u64::from(self.clkdiv.max(2));
+        if let Some(line) = self.native_selected() {
+            if self.sclk_told[line] != hz {
+                if let Some(Some(d)) = self.devices.get_mut(line) {
+                    d.sclk_hz(hz);
+                    self.sclk_told[line] = hz;
+                }
+            }
+        }
+        for e in self.external.iter_mut().filter(|e| e.selected && e.sclk_told != hz) {
+            e.device.sclk_hz(hz);
+            e.sclk_told = hz;
+        }
+    }
+
     fn start(&mut self) {
         let t = now();
         self.advance(t);
@@ -484,6 +508,7 @@ impl Model {
             self.err = true;
             return;
         }
+        self.tell_sclk();
         let bits = bits_of(self.ctrl);
         let word_ns = if self.instant_wire { 0 } else { word_ns(bits, self.clkdiv, self.base_clock_hz) };
         if self.dma.armed() {

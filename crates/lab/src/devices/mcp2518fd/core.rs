@@ -2,26 +2,39 @@
 //! logic, operation modes, interrupts and pins, all computed as of the
 //! instant of each access or internal event.
 
+use super::errata::{EccFault, Errata, ErrataHits};
 use super::fifo::Fifo;
 use super::regs::*;
 use super::spi::SpiState;
 use super::{Mcp2518fdConfig, Mode, Stats};
-use crate::can::{BitRates, Bus, ErrorCounters, Frame, FrameStamp, NodeId, TxOutcome, WeakBus};
+use crate::can::{BitRates, Bus, BusError, ErrorCounters, Frame, FrameStamp, NodeId, TxOutcome, WeakBus};
 use crate::pin::Pin;
-use crate::scheduler::Scheduler;
+use crate::scheduler::{Scheduler, TimerId};
+use std::collections::BTreeMap;
 use std::sync::{Mutex, Weak};
 use wirespeed_time::Instant;
 
 pub(super) enum Event {
     Mode(Mode),
-    Rx { frame: Frame, stamp: FrameStamp },
-    TxDone { token: u64, outcome: TxOutcome, stamp: FrameStamp },
+    Rx {
+        frame: Frame,
+        stamp: FrameStamp,
+    },
+    TxDone {
+        token: u64,
+        outcome: TxOutcome,
+        stamp: FrameStamp,
+    },
+    /// The time base counter wraps from 0xFFFF_FFFF to 0 (TBCIF).
+    TbcWrap,
+    /// The oscillator woken from Sleep is ready: configuration mode.
+    Woken,
 }
 
-struct Pending {
+pub(super) struct Pending {
     at: Instant,
     seq: u64,
-    ev: Event,
+    pub(super) ev: Event,
 }
 
 pub(super) struct Pins {
@@ -70,7 +83,7 @@ pub(super) struct Core {
     pub(super) fltobj: [u32; 32],
     pub(super) mask: [u32; 32],
     pub(super) ram: Box<[u8; RAM_SIZE]>,
-    events: Vec<Pending>,
+    pub(super) events: Vec<Pending>,
     pub(super) seq: u64,
     /// Internal loopback: the bus-less transmitter is busy until then.
     pub(super) internal_idle_at: Instant,
@@ -79,6 +92,28 @@ pub(super) struct Core {
     /// completed): it is not offered again before its completion is stored.
     pub(super) bus_inflight: Option<u64>,
     pub(super) layout_overflow: bool,
+    pub(super) errata: Errata,
+    pub(super) hits: ErrataHits,
+    /// The SCLK the SPI controller last reported (0: never told).
+    pub(super) sclk_hz: u64,
+    pub(super) corrupt_next_rx: Option<EccFault>,
+    /// RAM words written since power-up (bit w: word at offset 4w).
+    pub(super) ram_written: [u64; RAM_SIZE / 4 / 64],
+    /// RAM words holding injected bit flips: offset → the word its ECC encodes.
+    pub(super) ram_true: BTreeMap<usize, u32>,
+    /// Power-ups so far (seeds each power-up's RAM content).
+    pub(super) power_ups: u64,
+    /// In Sleep with the oscillator stopped, entered with OSC.LPMEN: Low-Power Mode.
+    pub(super) lpm: bool,
+    /// The time base counter stands still from this instant (oscillator stopped).
+    pub(super) tbc_stop: Option<Instant>,
+    pub(super) tbc_wrap_timer: Option<TimerId>,
+    /// An injected TX MAB underflow waits for the next transmission.
+    pub(super) mab_tx: bool,
+    /// An injected RX MAB overflow waits for the next reception.
+    pub(super) mab_rx: bool,
+    /// A bus error seen while receiving, applied once the bus says which frame it hit.
+    pub(super) rx_error_pending: Option<(BusError, Instant)>,
 }
 
 pub(super) fn merge(old: u32, val: u32, mask: u32) -> u32 {
@@ -136,17 +171,63 @@ impl Core {
             internal_inflight: false,
             bus_inflight: None,
             layout_overflow: false,
+            errata: Errata::ALL,
+            hits: ErrataHits::default(),
+            sclk_hz: 0,
+            corrupt_next_rx: None,
+            ram_written: [0; RAM_SIZE / 4 / 64],
+            ram_true: BTreeMap::new(),
+            power_ups: 0,
+            lpm: false,
+            tbc_stop: None,
+            tbc_wrap_timer: None,
+            mab_tx: false,
+            mab_rx: false,
+            rx_error_pending: None,
         };
-        c.reset(at);
+        c.power_on(at);
         c
     }
 
-    /// Power-on / RESET instruction: every register to its reset value,
-    /// configuration mode, oscillator restarting. RAM keeps its contents.
-    pub(super) fn reset(&mut self, at: Instant) {
-        self.osc = OSC_RESET_READY & !OSC_OSCRDY;
+    /// Power-on reset (power applied, or a wake from Low-Power Mode): every
+    /// register to its reset value, the oscillator starting, RAM content
+    /// undefined (see `ecc`).
+    pub(super) fn power_on(&mut self, at: Instant) {
+        self.power_ups += 1;
+        self.ram_power_up();
+        self.lpm = false;
+        self.mab_tx = false;
+        self.mab_rx = false;
+        self.rx_error_pending = None;
+        self.registers_reset(at);
         self.osc_ready_at = at.add_ns(self.cfg.osc_startup_ns);
+        self.counters = ErrorCounters::default();
+        if let Some((bus, id)) = self.bus() {
+            bus.set_error_counters(id, ErrorCounters::default());
+        }
+        self.update_pins(at);
+    }
+
+    /// The RESET instruction: every register to its reset value and
+    /// configuration mode; RAM keeps its contents. With [`Errata::sleep`]
+    /// a running (or starting) oscillator keeps running: OSCRDY stays as it
+    /// is; without it the oscillator restarts.
+    pub(super) fn reset(&mut self, at: Instant) {
+        let stopped = self.osc & OSC_OSCDIS != 0;
+        self.registers_reset(at);
+        if !self.errata.sleep || stopped {
+            self.osc_ready_at = at.add_ns(self.cfg.osc_startup_ns);
+        }
+        self.update_pins(at);
+    }
+
+    /// Every register to its reset value (the oscillator's timing aside).
+    fn registers_reset(&mut self, at: Instant) {
+        self.osc = OSC_RESET_READY & !OSC_OSCRDY;
         self.pll_ready_at = at;
+        self.lpm = false;
+        self.tbc_stop = None;
+        self.cancel_tbc_wrap();
         self.iocon = IOCON_RESET;
         self.crc = 0;
         self.ecccon = 0;
@@ -178,7 +259,6 @@ impl Core {
         self.bus_inflight = None;
         self.layout();
         self.spi = SpiState::default();
-        self.update_pins(at);
     }
 
     // ---------------------------------------------------------------- time
@@ -210,16 +290,7 @@ impl Core {
         BitRates::new((clk / (nbt * ntq)) as u32, (clk / (dbt * dtq)) as u32)
     }
 
-    pub(super) fn tbc(&self, at: Instant) -> u32 {
-        if self.tscon & TSCON_TBCEN == 0 {
-            return 0;
-        }
-        let pre = u128::from(self.tscon & 0x3FF) + 1;
-        let ticks = u128::from(at.ns_since(self.tbc_at)) * u128::from(self.sysclk_hz()) / 1_000_000_000 / pre;
-        self.tbc_base.wrapping_add(ticks as u32)
-    }
-
-    pub(super) fn push_event(&mut self, at: Instant, ev: Event) {
+    pub(super) fn push_event(&mut self, at: Instant, ev: Event) -> TimerId {
         self.seq += 1;
         let seq = self.seq;
         let pos = self.events.partition_point(|p| (p.at, p.seq) <= (at, seq));
@@ -229,7 +300,7 @@ impl Core {
             if let Some(core) = weak.upgrade() {
                 core.lock().unwrap_or_else(|e| e.into_inner()).advance(at);
             }
-        });
+        })
     }
 
     /// Applies every internal event due at or before `t`, in order.
@@ -246,6 +317,12 @@ impl Core {
             Event::Mode(m) => self.enter_mode(m, at),
             Event::Rx { frame, stamp } => self.receive(&frame, stamp, at),
             Event::TxDone { token, outcome, stamp } => self.tx_finished(token, outcome, stamp, at),
+            Event::TbcWrap => {
+                self.tbc_wrap_timer = None;
+                self.int_flags |= INT_TBCIF;
+                self.schedule_tbc_wrap(at);
+            }
+            Event::Woken => self.woken(at),
         }
     }
 
@@ -278,7 +355,7 @@ impl Core {
             self.stats.invalid_mode_requests += 1;
             return;
         }
-        self.events.retain(|p| !matches!(p.ev, Event::Mode(_)));
+        self.drop_mode_requests();
         let bus_idle = self.bus().map_or(at, |(bus, _)| bus.idle_at());
         let switch = self.cfg.mode_switch_ns;
         let when = if self.mode == Mode::Config && Self::is_bus_mode(to) {
@@ -294,6 +371,11 @@ impl Core {
         self.push_event(when, Event::Mode(to));
     }
 
+    /// Forgets mode changes under way.
+    pub(super) fn drop_mode_requests(&mut self) {
+        self.events.retain(|p| !matches!(p.ev, Event::Mode(_)));
+    }
+
     pub(super) fn enter_mode(&mut self, to: Mode, at: Instant) {
         let from = self.mode;
         if from == to {
@@ -301,6 +383,9 @@ impl Core {
         }
         self.mode = to;
         self.int_flags |= INT_MODIF;
+        if to == Mode::Sleep {
+            self.sleep_entered(at);
+        }
         if to == Mode::Config {
             self.tef.reset();
             for f in self.fifos.iter_mut() {
@@ -356,11 +441,7 @@ impl Core {
     }
 
     pub(super) fn set_ram_word(&mut self, off: usize, w: u32) {
-        for (i, x) in w.to_le_bytes().iter().enumerate() {
-            if let Some(r) = self.ram.get_mut(off + i) {
-                *r = *x;
-            }
-        }
+        self.ram_write_bytes(off, &w.to_le_bytes());
     }
 
     // ---------------------------------------------------------------- SPI CRC bookkeeping

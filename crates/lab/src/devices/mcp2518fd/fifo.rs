@@ -30,6 +30,9 @@ pub(super) struct Fifo {
     pub attempts: u8,
     /// Bumped on every reset, so stale bus tokens are ignored.
     pub gen: u32,
+    /// When the controller last stored an RX object into it / completed a
+    /// TX message from it (the FIFOCI erratum's window opens then).
+    pub moved_at: Option<Instant>,
 }
 
 impl Fifo {
@@ -53,6 +56,7 @@ impl Fifo {
         self.txreq = false;
         self.sta = 0;
         self.attempts = 0;
+        self.moved_at = None;
         self.gen = self.gen.wrapping_add(1);
     }
     pub fn obj_addr(&self, slot: u8) -> usize {

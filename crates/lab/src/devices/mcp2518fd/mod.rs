@@ -31,30 +31,94 @@
 //!
 //! **Backdoor** ([`Mcp2518fd`] is a cloneable handle): faults (oscillator
 //! never ready, DEVID, MOSI/MISO bit flips for the CRC instructions, RX
-//! overflow, bus-off), peeking at registers and RAM, counters.
+//! overflow, bus-off, RAM bit flips, MAB errors, power cycles), peeking at
+//! registers and RAM, counters, and the silicon behaviours' switches.
 //!
-//! Not modelled: ECC errors (ECCCON/ECCSTAT are plain registers), sleep
-//! wake-up from bus activity and low-power mode, TBC overflow interrupt,
-//! auto-RTR (RTREN), DeviceNet filtering (DNCNT), transmit bandwidth sharing
-//! (TXBWS), TDC measurement, SID11, the RX/TX MAB and SPI-underflow system
-//! errors, GPIO inputs driven from outside.
+//! **Silicon behaviours** ([`Errata`], each on by default, each switchable
+//! with [`Mcp2518fd::set_errata`]; [`ErrataHits`] counts how often each
+//! changed what the host saw). Sources: errata sheet DS80000789,
+//! datasheet DS20006027, and the Linux driver
+//! `drivers/net/can/spi/mcp251xfd` whose workarounds document them:
+//!
+//! - `tbc_read_crc`: a READ_CRC of C1TBC's byte 0 sends it with bit 7
+//!   flipped when it is 0x00..0x07 or 0x80..0x87, with the CRC of the true
+//!   byte (kernel mcp251xfd-regmap.c). See `quirks`.
+//! - `fifoci`: FIFOSTA.FIFOCI reads one too far within
+//!   [`Mcp2518fdConfig::fifoci_window_ns`] of a store into an RX FIFO (not
+//!   full) or a completion from a TX FIFO (DS80000789 item 6; kernel
+//!   mcp251xfd-rx.c / -tef.c). See `quirks`.
+//! - `no_cerrif_to_active`: no CERRIF on the return to error active
+//!   (kernel mcp251xfd-core.c). See `txrx`.
+//! - `spi_clock_limit`: above 0.85 × SYSCLK / 2 (the SCLK the SPI
+//!   controller reports through [`SpiDeviceModel::sclk_hz`]) every data
+//!   byte slips by one bit both ways (datasheet; kernel `max_speed_hz`).
+//!   See `quirks`.
+//! - `ecc`: RAM powers up pseudo-random ([`Mcp2518fdConfig::ram_seed`]);
+//!   with ECCCON.ECCEN an unwritten word reads as a double error (kernel
+//!   `mcp251xfd_chip_ecc_init` zeroes the RAM). See `ecc`.
+//! - `sleep`: Sleep stops the oscillator (no bus, no TBC, RESET and mode
+//!   requests ignored); clearing OSC.OSCDIS wakes it after
+//!   [`Mcp2518fdConfig::osc_startup_ns`]; Low-Power Mode (OSC.LPMEN) wakes
+//!   on CS with a power-on reset; a RESET does not restart a running
+//!   oscillator. See `sleep`.
+//! - `mab_errors`: injected TX MAB underflows / RX MAB overflows change the
+//!   mode to Restricted Operation or Listen Only (kernel
+//!   `mcp251xfd_handle_serrif` / `_modif`). See `mab`.
+//!
+//! Always (datasheet behaviour, no switch): a bus error sets IVMIF and the
+//! C1BDIAG1 bit (D* in the data phase of a BRS frame), CERRIF marks only
+//! fault-confinement changes; TBCIF is set when TBC wraps to 0; a frame on
+//! the bus during Sleep sets WAKIF.
+//!
+//! Not modelled: auto-RTR (RTREN), DeviceNet filtering (DNCNT), transmit
+//! bandwidth sharing (TXBWS), TDC measurement, SID11, the SPI-underflow
+//! system error, ECC checks of the controller's own RAM reads, GPIO inputs
+//! driven from outside.
 
 mod core;
 mod crc16;
+mod ecc;
+mod errata;
 mod fifo;
 mod irq;
+mod mab;
+mod quirks;
 mod registers;
 pub mod regs;
+mod sleep;
 mod spi;
+mod tbc;
+#[cfg(test)]
+mod testkit;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_bus_errors;
+#[cfg(test)]
+mod tests_conformance;
+#[cfg(test)]
+mod tests_ecc;
+#[cfg(test)]
+mod tests_errata;
+#[cfg(test)]
+mod tests_fifoci;
+#[cfg(test)]
+mod tests_mab;
+#[cfg(test)]
+mod tests_sclk;
+#[cfg(test)]
+mod tests_sleep;
+#[cfg(test)]
+mod tests_spi_quirks;
 mod txrx;
 
 pub use crc16::{crc16, crc16_update};
+pub use errata::{EccFault, Errata, ErrataHits, MabError};
 
 use self::core::{Core, Pins};
 use crate::can::{
-    Bus, BusError, CanNode, ErrorCounters, Frame, FrameStamp, NodeId, Participation, Role, TxOutcome, TxRequest,
+    Bus, BusError, BusObserver, CanNode, ErrorCounters, Frame, FrameRecord, FrameStamp, NodeId, Participation, Role,
+    TxOutcome, TxRequest,
 };
 use crate::lab::Lab;
 use crate::pin::Pin;
@@ -65,12 +129,14 @@ use wirespeed_time::{now, spin_until, Deadline, Instant};
 /// Longest store delay the bus's interrupt thread waits out inline (see `rx_frame`).
 const INLINE_STORE_NS: u64 = 5_000;
 
-/// Timing knobs and the crystal. Defaults are datasheet-plausible.
+/// Timing knobs, the crystal and the power-up RAM. Defaults are datasheet-plausible.
 #[derive(Clone, Copy, Debug)]
 pub struct Mcp2518fdConfig {
     /// Crystal / oscillator frequency (40 MHz on most boards; SYSCLK without PLL).
     pub osc_hz: u64,
-    /// From power-on or RESET to OSC.OSCRDY.
+    /// From power-on (or a wake from Sleep) to OSC.OSCRDY; the kernel
+    /// budgets 3 ms per poll (MCP251XFD_OSC_STAB_SLEEP_US). A RESET does
+    /// not restart a running oscillator (see [`Errata::sleep`]).
     pub osc_startup_ns: u64,
     /// From OSC.PLLEN to OSC.PLLRDY.
     pub pll_lock_ns: u64,
@@ -80,17 +146,30 @@ pub struct Mcp2518fdConfig {
     pub tx_start_delay_ns: u64,
     /// Internal delay of a mode change (plus bus integration when joining the bus).
     pub mode_switch_ns: u64,
+    /// How long after a FIFO's head (RX) or tail (TX) moved a FIFOSTA read
+    /// sees FIFOCI one too far ([`Errata::fifoci`]). The errata sheet gives
+    /// no duration (the kernel's report: "a time window after receiving a
+    /// CAN frame"); the default, 10 µs, is of the order of a host's fastest
+    /// reaction to INT, so that a driver reading FIFOSTA as soon as it can
+    /// meets the erratum now and then, as the kernel's users did under load.
+    pub fifoci_window_ns: u64,
+    /// Seed of the pseudo-random RAM content at power-up ([`Errata::ecc`]);
+    /// read at each power-up (creation, [`Mcp2518fd::power_cycle`], a wake
+    /// from Low-Power Mode).
+    pub ram_seed: u64,
 }
 
 impl Default for Mcp2518fdConfig {
     fn default() -> Self {
         Mcp2518fdConfig {
             osc_hz: 40_000_000,
-            osc_startup_ns: 100_000,
+            osc_startup_ns: 3_000_000,
             pll_lock_ns: 100_000,
             store_delay_ns: 1_000,
             tx_start_delay_ns: 2_000,
             mode_switch_ns: 1_000,
+            fifoci_window_ns: 10_000,
+            ram_seed: 0x2518_FD00_5EED_0001,
         }
     }
 }
@@ -205,7 +284,9 @@ impl Mcp2518fd {
 
     /// Attaches the device to `bus` as a node.
     pub fn attach_to_bus(&self, bus: &Bus, name: &str) -> NodeId {
-        let id = bus.attach(Arc::new(Node(self.core.clone())), name);
+        let node = Arc::new(Node(self.core.clone()));
+        let id = bus.attach(node.clone(), name);
+        bus.observe(node);
         self.lock().bus = Some((bus.downgrade(), id));
         id
     }
@@ -294,6 +375,51 @@ impl Mcp2518fd {
         c.update_pins(at);
     }
 
+    /// Backdoor: the silicon behaviours switched on.
+    pub fn errata(&self) -> Errata {
+        self.lock().errata
+    }
+
+    /// Backdoor: switches silicon behaviours on or off (applies from now
+    /// on; the RAM content [`Errata::ecc`] decides is that of the next
+    /// power-up: call [`Mcp2518fd::power_cycle`] for a device that never
+    /// had it).
+    pub fn set_errata(&self, e: Errata) {
+        self.lock().errata = e;
+    }
+
+    /// Backdoor: how often each silicon behaviour changed what the host saw.
+    pub fn errata_hits(&self) -> ErrataHits {
+        self.lock().hits
+    }
+
+    /// Fault: flips one or two bits of the stored RAM word at `offset`
+    /// (from 0x400, rounded down to a word), keeping its old ECC.
+    pub fn inject_ram_fault(&self, offset: usize, fault: EccFault) {
+        self.lock().inject_ram_fault(offset & !3, fault);
+    }
+
+    /// Fault: the next RX object stored gets `fault` in its first data word.
+    pub fn corrupt_next_rx_store(&self, fault: EccFault) {
+        self.lock().corrupt_next_rx = Some(fault);
+    }
+
+    /// Fault: a message-assembly-buffer error at `at` (see [`MabError`]).
+    pub fn inject_mab_error(&self, kind: MabError, at: Instant) {
+        let mut c = self.lock();
+        c.advance(at);
+        c.inject_mab_error(kind, at);
+        c.update_pins(at);
+    }
+
+    /// Power is removed and restored at `at`: power-on reset, RAM content
+    /// undefined again, the oscillator starting.
+    pub fn power_cycle(&self, at: Instant) {
+        let mut c = self.lock();
+        c.advance(at);
+        c.power_on(at);
+    }
+
     /// Fault: drives the device bus-off (through its bus) at `at`.
     pub fn force_bus_off(&self, at: Instant) {
         let bus = self.lock().bus();
@@ -308,10 +434,18 @@ impl SpiDeviceModel for Mcp2518fd {
         let mut c = self.lock();
         c.advance(at);
         if asserted {
-            c.spi.select();
+            if c.cs_wakes(at) {
+                c.spi.lost();
+            } else {
+                c.spi.select();
+            }
         } else {
             spi::SpiState::deselect(&mut c, at);
         }
+    }
+
+    fn sclk_hz(&mut self, hz: u64) {
+        self.lock().sclk_hz = hz;
     }
 
     fn exchange(&mut self, mosi: u32, bits: u8, at: Instant) -> u32 {
@@ -339,7 +473,10 @@ impl CanNode for Node {
         let mut c = lock(&self.0);
         c.advance(at);
         let role = match c.mode {
-            Mode::Config | Mode::Sleep | Mode::InternalLoopback => Role::Off,
+            // Asleep, the device only notices bus activity (WAKIF): it
+            // hears every frame, acknowledges none.
+            Mode::Sleep => return Participation { role: Role::ListenOnly, rates: None, fd_tolerant: true },
+            Mode::Config | Mode::InternalLoopback => Role::Off,
             Mode::ListenOnly => Role::ListenOnly,
             Mode::Restricted => Role::Restricted,
             Mode::NormalFd | Mode::NormalCan20 | Mode::ExternalLoopback => Role::Active,
@@ -354,6 +491,10 @@ impl CanNode for Node {
             return None;
         }
         let (m, slot, frame) = c.tx_candidate(at)?;
+        if c.mab_tx_aborts(at) {
+            c.update_pins(at);
+            return None;
+        }
         let token = c.token(m, slot);
         c.bus_inflight = Some(token);
         Some(TxRequest { frame, token, self_ack: c.mode == Mode::ExternalLoopback })
@@ -392,9 +533,21 @@ impl CanNode for Node {
     }
 
     fn rx_error(&self, error: BusError, at: Instant) {
+        // Which bit of C1BDIAG1 depends on the frame (BRS): the bus tells
+        // its observers, this device among them, right after.
         let mut c = lock(&self.0);
         c.advance(at);
-        c.bus_error_seen(error);
-        c.update_pins(at);
+        c.rx_error_pending = Some((error, at));
+    }
+}
+
+impl BusObserver for Node {
+    fn frame(&self, record: &FrameRecord) {
+        let mut c = lock(&self.0);
+        if let Some((error, at)) = c.rx_error_pending.take() {
+            c.advance(at);
+            c.bus_error_seen(error, record.frame.brs());
+            c.update_pins(at);
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 use super::core::{merge, Core};
 use super::regs::*;
+use super::txrx::trec_flags;
 use super::Mode;
 use wirespeed_time::Instant;
 
@@ -61,23 +62,7 @@ impl Core {
                 let c = self.counters;
                 let tec = u32::from(c.tec.min(255));
                 let rec = u32::from(c.rec.min(255));
-                let mut w = rec | (tec << 8);
-                if c.tec >= 96 {
-                    w |= TREC_TXWARN | TREC_EWARN;
-                }
-                if c.rec >= 96 {
-                    w |= TREC_RXWARN | TREC_EWARN;
-                }
-                if c.rec > 127 {
-                    w |= TREC_RXBP;
-                }
-                if c.tec > 127 {
-                    w |= TREC_TXBP;
-                }
-                if c.tec > 255 {
-                    w |= TREC_TXBO;
-                }
-                w
+                rec | (tec << 8) | trec_flags(c)
             }
             C1BDIAG0 => u32::from(self.counters.rec.min(255)) | (u32::from(self.counters.tec.min(255)) << 8),
             C1BDIAG1 => self.bdiag1,
@@ -182,6 +167,10 @@ impl Core {
                 let cur = self.tbc(at);
                 self.tbc_base = merge(cur, val, mask);
                 self.tbc_at = at;
+                if let Some(s) = self.tbc_stop.as_mut() {
+                    *s = at;
+                }
+                self.schedule_tbc_wrap(at);
             }
             C1TSCON => {
                 let cur = self.tbc(at);
@@ -190,6 +179,10 @@ impl Core {
                 let now_on = self.tscon & TSCON_TBCEN != 0;
                 self.tbc_base = if now_on && was { cur } else { 0 };
                 self.tbc_at = at;
+                if let Some(s) = self.tbc_stop.as_mut() {
+                    *s = at;
+                }
+                self.schedule_tbc_wrap(at);
             }
             C1INT => {
                 self.int_en = merge(self.int_en, val, mask & 0xFFFF_0000);
@@ -257,11 +250,19 @@ impl Core {
                 self.set_ram_word(off, w);
             }
             OSC => {
+                if self.osc_write_wakes(val, mask, at) {
+                    return;
+                }
                 let before = self.osc;
+                let clk = self.sysclk_hz();
+                self.rebase_tbc(at);
                 self.osc =
                     merge(self.osc, val, mask & (OSC_PLLEN | OSC_OSCDIS | OSC_LPMEN | OSC_SCLKDIV | OSC_CLKODIV_MASK));
                 if self.osc & OSC_PLLEN != 0 && before & OSC_PLLEN == 0 {
                     self.pll_ready_at = at.add_ns(self.cfg.pll_lock_ns);
+                }
+                if self.sysclk_hz() != clk {
+                    self.schedule_tbc_wrap(at);
                 }
             }
             IOCON => {

@@ -136,6 +136,11 @@ pub const BDIAG1_NFORMERR: u32 = 1 << 19;
 pub const BDIAG1_NSTUFERR: u32 = 1 << 20;
 pub const BDIAG1_NCRCERR: u32 = 1 << 21;
 pub const BDIAG1_TXBOERR: u32 = 1 << 23;
+pub const BDIAG1_DBIT0ERR: u32 = 1 << 24;
+pub const BDIAG1_DBIT1ERR: u32 = 1 << 25;
+pub const BDIAG1_DFORMERR: u32 = 1 << 27;
+pub const BDIAG1_DSTUFERR: u32 = 1 << 28;
+pub const BDIAG1_DCRCERR: u32 = 1 << 29;
 pub const BDIAG1_ESI: u32 = 1 << 30;
 pub const BDIAG1_DLCMM: u32 = 1 << 31;
 
@@ -240,6 +245,10 @@ pub const ECCCON_SECIE: u32 = 1 << 1;
 pub const ECCCON_DEDIE: u32 = 1 << 2;
 pub const ECCSTAT_SECIF: u32 = 1 << 1;
 pub const ECCSTAT_DEDIF: u32 = 1 << 2;
+/// ECCSTAT.ERRADDR (bits 27:16): the address of the last ECC error.
+pub const ECCSTAT_ERRADDR_SHIFT: u32 = 16;
+pub const ECCSTAT_ERRADDR_MASK: u32 = 0xFFF << ECCSTAT_ERRADDR_SHIFT;
+pub const ECCCON_PARITY_SHIFT: u32 = 8;
 
 /// DEVID of an MCP2518FD: ID = 1 (bits 7:4), silicon revision in bits 3:0.
 pub const DEVID_MCP2518FD: u32 = 0x0000_0014;

@@ -13,10 +13,15 @@
 //! - WRITE / WRITE_CRC: each byte takes effect when received (a WRITE_CRC
 //!   with a bad CRC has already written; it sets `CRC.CRCERRIF`).
 //! - A CRC access whose byte count does not match N sets `CRC.FERRIF` when
-//!   CS rises. RESET (two zero bytes) resets the device when CS rises.
+//!   CS rises. RESET (two zero bytes) resets the device when CS rises
+//!   (unless asleep, see `sleep`).
+//! - What the host reads departs from the registers where the silicon
+//!   does (see `quirks`): FIFOCI, the READ_CRC of C1TBC, ECC, and every
+//!   data byte when SCLK is above the device's limit.
 
 use super::core::Core;
 use super::crc16::crc16_update;
+use super::quirks::{slip, tbc_byte_flips};
 use super::regs::*;
 use wirespeed_time::Instant;
 
@@ -46,6 +51,17 @@ pub(super) struct SpiState {
     crc_n: usize,
     extra: usize,
     safe: [u8; 4],
+    /// The RAM word (offset) whose ECC this access checked last, and what
+    /// the host sees of it.
+    pub(super) ecc_word: Option<usize>,
+    pub(super) ecc_data: u32,
+    /// A read changed a flag (ECCSTAT): the pins need updating.
+    pub(super) flags_changed: bool,
+    /// The previous byte on each wire (for a late-sampling slip).
+    prev_mosi: u8,
+    prev_miso: u8,
+    /// This access was corrupted by a too-fast SCLK (counted once).
+    slipped: bool,
 }
 
 fn in_ram(addr: u16) -> bool {
@@ -60,14 +76,21 @@ impl SpiState {
     /// Whether the access in progress may have changed the device's state
     /// (any instruction but READ and READ_CRC, whose bytes only read).
     pub fn may_change_state(&self) -> bool {
-        !matches!(self.instr, INSTR_READ | INSTR_READ_CRC)
+        self.flags_changed || !matches!(self.instr, INSTR_READ | INSTR_READ_CRC)
+    }
+
+    /// CS went low while the device slept in Low-Power Mode: the access
+    /// only wakes it (see `sleep`).
+    pub fn lost(&mut self) {
+        *self = SpiState { phase: Phase::Ignore, ..SpiState::default() };
     }
 
     /// CS went high at `at`: finish the access.
     pub fn deselect(core: &mut Core, at: Instant) {
         let s = std::mem::take(&mut core.spi);
         match s.instr {
-            INSTR_RESET if s.bytes == 2 && s.phase != Phase::Ignore => core.reset(at),
+            // Asleep, the instruction is ignored (and counted).
+            INSTR_RESET if s.bytes == 2 && s.phase != Phase::Ignore && !core.reset_ignored() => core.reset(at),
             INSTR_READ_CRC | INSTR_WRITE_CRC | INSTR_WRITE_SAFE if s.bytes >= 2 => {
                 let complete = matches!(s.phase, Phase::Crc) && s.crc_n == 2 && s.extra == 0;
                 if !complete {
@@ -79,8 +102,26 @@ impl SpiState {
         core.update_pins(at);
     }
 
-    /// One byte shifted at `at`; returns MISO.
-    pub fn byte(core: &mut Core, mosi_in: u8, at: Instant) -> u8 {
+    /// One byte shifted at `at`; returns MISO as the host samples it.
+    pub fn byte(core: &mut Core, mosi_wire: u8, at: Instant) -> u8 {
+        let data = core.spi.bytes >= 2;
+        let late = data && core.spi_too_fast(at);
+        let mosi_in = if late { slip(core.spi.prev_mosi, mosi_wire) } else { mosi_wire };
+        let miso = Self::decode(core, mosi_in, at);
+        let s = &mut core.spi;
+        let out = if late { slip(s.prev_miso, miso) } else { miso };
+        if late && !s.slipped {
+            s.slipped = true;
+            core.hits.spi_clock += 1;
+        }
+        let s = &mut core.spi;
+        s.prev_mosi = mosi_wire;
+        s.prev_miso = miso;
+        out
+    }
+
+    /// One byte as the device received it; returns what it drives on MISO.
+    fn decode(core: &mut Core, mosi_in: u8, at: Instant) -> u8 {
         let mut mosi = mosi_in;
         let s = &mut core.spi;
         if s.bytes >= 2 && core.flip_mosi.0 > 0 {
@@ -159,7 +200,7 @@ impl SpiState {
         match instr {
             INSTR_READ => {
                 core.spi.addr = next;
-                let v = core.read_byte(addr, at);
+                let v = core.host_read_byte(addr, at);
                 flip_miso(core, v)
             }
             INSTR_WRITE => {
@@ -168,7 +209,7 @@ impl SpiState {
                 0
             }
             INSTR_READ_CRC => {
-                let v = core.read_byte(addr, at);
+                let v = core.host_read_byte(addr, at);
                 let s = &mut core.spi;
                 s.addr = next;
                 s.crc = crc16_update(s.crc, &[v]);
@@ -176,7 +217,14 @@ impl SpiState {
                 if s.done == s.len {
                     s.phase = Phase::Crc;
                 }
-                flip_miso(core, v)
+                // The CRC covers the true byte; the wire may not carry it.
+                let sent = if addr == C1TBC && core.errata.tbc_read_crc && tbc_byte_flips(v) {
+                    core.hits.tbc_read_crc += 1;
+                    v ^ 0x80
+                } else {
+                    v
+                };
+                flip_miso(core, sent)
             }
             INSTR_WRITE_CRC => {
                 core.write_byte(addr, mosi, at);

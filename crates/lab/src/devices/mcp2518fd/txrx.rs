@@ -1,11 +1,46 @@
 //! Transmission (TXQ/FIFO selection, completion, TEF) and reception
-//! (filters, RX objects) of the controller.
+//! (filters, RX objects) of the controller, and what it reports of bus
+//! errors and fault confinement.
+//!
+//! Bus errors (datasheet DS20006027, C1BDIAG1 and C1INT): an error the
+//! controller sees on the bus, receiving or transmitting, sets IVMIF and
+//! the matching C1BDIAG1 bit, not CERRIF. The data-phase bits (D*) are
+//! used for an error detected in the data phase of a frame with BRS: on
+//! the lab's bus that is a CRC error (the CRC field is sent at the data
+//! rate); its collision bit errors and FD-rejection form errors are in the
+//! control field and its ACK errors after the CRC delimiter, all at the
+//! nominal rate (N*). CERRIF is set only when the fault-confinement state
+//! changes (error warning, error passive, bus-off, each way); with
+//! [`Errata::no_cerrif_to_active`](super::Errata::no_cerrif_to_active) not
+//! on the way back to error active (kernel mcp251xfd-core.c: "we don't get
+//! a CERRIF IRQ on the transition TX ERROR_WARNING -> TX ERROR_ACTIVE").
 
 use super::core::{Core, Event};
 use super::fifo::{flags_word, id_word, word_id};
 use super::regs::*;
 use super::Mode;
 use crate::can::{dlc_to_len, BusError, ErrorCounters, Frame, FrameBits, FrameStamp, TxOutcome};
+
+/// C1TREC's fault-confinement flags for `c`.
+pub(super) fn trec_flags(c: ErrorCounters) -> u32 {
+    let mut w = 0;
+    if c.tec >= 96 {
+        w |= TREC_TXWARN | TREC_EWARN;
+    }
+    if c.rec >= 96 {
+        w |= TREC_RXWARN | TREC_EWARN;
+    }
+    if c.rec > 127 {
+        w |= TREC_RXBP;
+    }
+    if c.tec > 127 {
+        w |= TREC_TXBP;
+    }
+    if c.tec > 255 {
+        w |= TREC_TXBO;
+    }
+    w
+}
 use wirespeed_time::Instant;
 
 impl Core {
@@ -123,6 +158,10 @@ impl Core {
         }
         let start = at.max(self.internal_idle_at);
         let Some((m, slot, frame)) = self.tx_candidate(start) else { return };
+        if self.mab_tx_aborts(start) {
+            self.update_pins(start);
+            return;
+        }
         let rates = self.bit_rates();
         let fb = FrameBits::encode(&frame);
         let eof = start.add_ns(fb.duration_ns(rates));
@@ -179,6 +218,7 @@ impl Core {
                 }
                 f.count = f.count.saturating_sub(1);
                 f.attempts = 0;
+                f.moved_at = Some(at);
                 if f.count == 0 {
                     f.txreq = false;
                 }
@@ -190,13 +230,15 @@ impl Core {
             }
             TxOutcome::LostArbitration => {}
             TxOutcome::Error(e) => {
+                // The transmitter of a frame the receivers found corrupt
+                // sees no ACK; the others are nominal-phase errors.
                 self.bdiag1 |= match e {
                     BusError::Ack => BDIAG1_NACKERR,
                     BusError::Bit => BDIAG1_NBIT1ERR,
                     BusError::Crc => BDIAG1_NACKERR,
                     BusError::Form => BDIAG1_NFORMERR,
                 };
-                self.int_flags |= INT_CERRIF;
+                self.int_flags |= INT_IVMIF;
                 let rtxat = self.con & CON_RTXAT != 0;
                 let f = &mut self.fifos[m];
                 f.sta |= FIFOSTA_TXERR;
@@ -267,11 +309,18 @@ impl Core {
         None
     }
 
-    pub(super) fn receive(&mut self, frame: &Frame, stamp: FrameStamp, _at: Instant) {
-        if matches!(self.mode, Mode::Config | Mode::Sleep) {
+    pub(super) fn receive(&mut self, frame: &Frame, stamp: FrameStamp, at: Instant) {
+        if self.mode == Mode::Sleep {
+            self.bus_activity_in_sleep();
+            return;
+        }
+        if self.mode == Mode::Config {
             return;
         }
         self.stats.rx_frames += 1;
+        if self.mab_rx_loses(frame, at) {
+            return;
+        }
         let Some((filter, m)) = self.filter_match(frame) else {
             self.stats.rx_unmatched += 1;
             return;
@@ -304,25 +353,33 @@ impl Core {
         if frame.esi() {
             self.bdiag1 |= BDIAG1_ESI;
         }
-        for (i, b) in frame.data()[..n].iter().enumerate() {
-            if let Some(r) = self.ram.get_mut(off + i) {
-                *r = *b;
-            }
+        self.ram_write_bytes(off, &frame.data()[..n]);
+        if let Some(fault) = self.corrupt_next_rx.take() {
+            self.inject_ram_fault(off, fault);
         }
         let f = &mut self.fifos[m];
         f.head = (f.head + 1) % f.depth();
         f.count += 1;
+        f.moved_at = Some(at);
         self.stats.rx_stored += 1;
         self.bdiag1 = (self.bdiag1 & !0xFFFF) | (self.bdiag1.wrapping_add(1) & 0xFFFF);
     }
 
-    pub(super) fn bus_error_seen(&mut self, e: BusError) {
-        self.int_flags |= INT_CERRIF;
+    /// A frame failed with `e` while the controller received it; `brs`:
+    /// the frame switched to the data bit rate.
+    pub(super) fn bus_error_seen(&mut self, e: BusError, brs: bool) {
+        if self.mode == Mode::Sleep {
+            self.bus_activity_in_sleep();
+            return;
+        }
+        self.int_flags |= INT_IVMIF;
         self.bdiag1 |= match e {
+            BusError::Crc if brs => BDIAG1_DCRCERR,
             BusError::Crc => BDIAG1_NCRCERR,
-            BusError::Form => BDIAG1_NFORMERR,
             BusError::Bit => BDIAG1_NBIT0ERR,
-            BusError::Ack => 0,
+            // Receivers of an unacknowledged frame see the transmitter's
+            // error flag in the ACK delimiter.
+            BusError::Form | BusError::Ack => BDIAG1_NFORMERR,
         };
     }
 
@@ -332,7 +389,13 @@ impl Core {
         if c.tec > 255 {
             self.bdiag1 |= BDIAG1_TXBOERR;
         }
-        if before.state() != c.state() || (c.tec >= 96) != (before.tec >= 96) || (c.rec >= 96) != (before.rec >= 96) {
+        let (was, now) = (trec_flags(before), trec_flags(c));
+        if was == now || self.mode == Mode::Sleep {
+            return;
+        }
+        if now == 0 && self.errata.no_cerrif_to_active {
+            self.hits.cerrif_suppressed += 1;
+        } else {
             self.int_flags |= INT_CERRIF;
         }
     }
