@@ -139,13 +139,18 @@ mod tests {
         std::hint::black_box(7)
     }
 
-    /// Addresses of `HEAP_PLACEMENTS` boxes built with placement `k(i)`.
-    fn box_addresses(k: impl Fn(usize) -> usize) -> Vec<usize> {
+    type Boxes = Vec<Spaced<Box<[u8; 1000]>>>;
+
+    /// `HEAP_PLACEMENTS` boxes built with placement `k(i)`, kept alive by
+    /// the caller (freed boxes would be handed out again, last freed first,
+    /// to the next set), and their addresses.
+    fn boxes(k: impl Fn(usize) -> usize) -> (Boxes, Vec<usize>) {
         let mut sets = Vec::with_capacity(HEAP_PLACEMENTS);
         for i in 0..HEAP_PLACEMENTS {
             sets.push(spaced(k(i), || Box::new([0u8; 1000])));
         }
-        sets.iter().map(|s| &*s.value as *const [u8; 1000] as usize).collect()
+        let addresses = sets.iter().map(|s| &*s.value as *const [u8; 1000] as usize).collect();
+        (sets, addresses)
     }
 
     /// Run by [`spaced_values_spread_over_more_page_offsets_than_same_spacers`]
@@ -155,8 +160,8 @@ mod tests {
     #[test]
     #[ignore = "run by spaced_values_spread_over_more_page_offsets_than_same_spacers in a child process"]
     fn print_box_addresses() {
-        let same = box_addresses(|_| 0);
-        let rotated = box_addresses(|i| i);
+        let (_same_sets, same) = boxes(|_| 0);
+        let (_rotated_sets, rotated) = boxes(|i| i);
         println!("SAME {same:?}");
         println!("ROTATED {rotated:?}");
     }

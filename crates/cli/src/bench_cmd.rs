@@ -466,6 +466,18 @@ pub struct CanechoArgs {
     /// A shorter run for CI (300 frames, 3,000 in the load run).
     #[arg(long)]
     quick: bool,
+    /// Run the MCP2518FD model as an ideal chip: none of its silicon errata
+    /// (by default they are all on, and each policy also runs once on the
+    /// ideal chip, interleaved, to show what the errata cost).
+    #[arg(long)]
+    no_errata: bool,
+    /// With errata on, skip the interleaved runs on the ideal chip (half the time).
+    #[arg(long, conflicts_with = "no_errata")]
+    no_errata_comparison: bool,
+    /// Split each policy's runs into this many rounds, interleaved with the
+    /// other policies' (A B A B …); figures pool the rounds.
+    #[arg(long, default_value_t = CanechoOptions::default().rounds, value_parser = clap::value_parser!(u64).range(1..=100))]
+    rounds: u64,
 }
 
 /// A help line with the default and the `--quick` one (the two differ).
@@ -485,6 +497,9 @@ impl CanechoArgs {
             bitrate: self.bitrate,
             load_frames: self.load_frames.unwrap_or(base.load_frames),
             echo_id_offset: self.echo_id_offset,
+            errata: !self.no_errata,
+            compare_errata: !self.no_errata && !self.no_errata_comparison,
+            rounds: self.rounds,
         }
     }
 }
@@ -492,7 +507,12 @@ impl CanechoArgs {
 /// `wirespeed demo`: the quick canecho run with a short introduction.
 pub fn demo(realtime: RealtimeArgs, host: HostArgs) -> Result<(), String> {
     let idle = host_setup(Some(&realtime), &host);
-    let o = wirespeed_bench::canecho::CanechoOptions { frames: 200, load_frames: 2_000, ..Default::default() };
+    let o = wirespeed_bench::canecho::CanechoOptions {
+        frames: 200,
+        load_frames: 2_000,
+        compare_errata: false,
+        ..Default::default()
+    };
     println!(
         "wirespeed demo: a CAN node sends {} frames of {} bytes at {} kbit/s, {} ms apart, to an emulated MCP2518FD on SPI;\n\
          the mcp251xfd driver echoes each one. Once with the SPI core as the seed's kernel (A = classic), once with every\n\

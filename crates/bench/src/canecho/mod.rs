@@ -47,6 +47,16 @@
 //!   during the run (`/proc/stat`). The lab's bus runs in real time while a
 //!   stolen CPU stands still, so frames lost under load follow steal.
 //!
+//! **The chip as the silicon is.** The MCP2518FD model runs with its errata
+//! on (`model.errata` lists them: the TBC read-CRC, the FIFOCI index, no
+//! CERRIF on the way back to error-active, the SPI clock limit, ECC, sleep,
+//! MAB errors); each policy reports `errata_recovered`, how many times one
+//! of the driver's workarounds fired (in the load run; `timed_errata_recovered`
+//! for the timed run). By default every policy also runs on the ideal chip
+//! (errata off) right after its errata-on run, and the report gives those
+//! runs (`errata_off`) and what the errata changed in the ratios
+//! (`errata_effect_pct`); `--no-errata` runs the ideal chip alone.
+//!
 //! `CanechoReport::latency_plot` draws the timed run's gaps as histograms
 //! (`--plot`), the physical limit as the floor.
 //!
@@ -63,6 +73,7 @@ use crate::table::Table;
 use run::{summary, Load, Timed};
 use serde_json::json;
 use wirespeed::spi::Policy;
+use wirespeed_lab::devices::mcp2518fd::Errata;
 
 pub use rig::Traffic;
 
@@ -83,6 +94,17 @@ pub struct CanechoOptions {
     pub load_frames: u64,
     /// Echo id = request id + this.
     pub echo_id_offset: i32,
+    /// The MCP2518FD model with its silicon errata (the default) or as an
+    /// ideal chip (`--no-errata`).
+    pub errata: bool,
+    /// With errata on, also run every policy on the ideal chip, interleaved
+    /// (each policy's errata-on run next to its errata-off run), and report
+    /// what the errata cost (`errata_off`, `errata_effect_pct`).
+    pub compare_errata: bool,
+    /// Each policy's runs are split into this many rounds, interleaved
+    /// with the other policies' (and with the errata-off runs): figures
+    /// pool the rounds' samples.
+    pub rounds: u64,
 }
 
 impl Default for CanechoOptions {
@@ -95,6 +117,9 @@ impl Default for CanechoOptions {
             bitrate: 250_000,
             load_frames: 20_000,
             echo_id_offset: -1,
+            errata: true,
+            compare_errata: true,
+            rounds: 4,
         }
     }
 }
@@ -170,6 +195,8 @@ impl PolicyReport {
             "load_frames_echoed": self.load.frames_echoed,
             "load_elapsed_s": round(self.load.elapsed_ns as f64 / 1e9, 3),
             "load_host_steal_pct": self.load.host_steal_pct.map(|p| round(p, 1)),
+            "errata_recovered": self.load.errata_recovered,
+            "timed_errata_recovered": self.timed.errata_recovered,
         })
     }
 }
@@ -178,9 +205,17 @@ impl PolicyReport {
 #[derive(Clone, Debug)]
 pub struct CanechoReport {
     pub options: CanechoOptions,
-    pub classic: PolicyReport,
-    pub linux69: PolicyReport,
-    pub fast: PolicyReport,
+    /// The runs on the chip as configured (errata on by default).
+    pub runs: Runs,
+    /// The same runs on the ideal chip (errata off), when compared.
+    pub errata_off: Option<Box<Runs>>,
+}
+
+impl std::ops::Deref for CanechoReport {
+    type Target = Runs;
+    fn deref(&self) -> &Runs {
+        &self.runs
+    }
 }
 
 /// Runs the experiment.
@@ -198,26 +233,82 @@ pub fn run(o: &CanechoOptions) -> Result<CanechoReport, String> {
         .gap_us
         .checked_mul(1_000)
         .ok_or_else(|| format!("--gap-us {}: at most {} µs (the gap is counted in ns)", o.gap_us, u64::MAX / 1_000))?;
-    let timed_t = Traffic { id: o.id, len: o.len, gap_ns, count: o.frames, bitrate: o.bitrate };
+    let timed_t = Traffic { id: o.id, len: o.len, gap_ns, count: o.frames, bitrate: o.bitrate, errata: o.errata };
     let load_t = Traffic { gap_ns: 0, count: o.load_frames, ..timed_t };
-    let tc = run::timed(Policy::classic(), "spiA", &timed_t, o.echo_id_offset)?;
-    let tl = run::timed(Policy::linux69(), "spiL", &timed_t, o.echo_id_offset)?;
-    let tf = run::timed(Policy::fast(), "spiC", &timed_t, o.echo_id_offset)?;
-    let (lc, ll, lf) = if o.load_frames > 0 {
-        (
-            run::load(Policy::classic(), "spiA", &load_t, o.echo_id_offset)?,
-            run::load(Policy::linux69(), "spiL", &load_t, o.echo_id_offset)?,
-            run::load(Policy::fast(), "spiC", &load_t, o.echo_id_offset)?,
-        )
-    } else {
-        (Load::default(), Load::default(), Load::default())
+    let compare = o.errata && o.compare_errata;
+    let policies = [(Policy::classic(), "spiA"), (Policy::linux69(), "spiL"), (Policy::fast(), "spiC")];
+    // In `rounds` rounds, each policy's errata-on run beside its errata-off
+    // run (A B A B …), samples pooled per policy, so that drift between
+    // runs does not pass for the errata's cost.
+    let rounds = o.rounds.max(1);
+    let share = |n: u64, r: u64| n / rounds + u64::from(r < n % rounds);
+    let mut timed: Vec<(Timed, Option<Timed>)> = vec![(Timed::default(), compare.then(Timed::default)); 3];
+    let mut load: Vec<(Load, Option<Load>)> = vec![(Load::default(), compare.then(Load::default)); 3];
+    for r in 0..rounds {
+        let tt = Traffic { count: share(o.frames, r), ..timed_t };
+        if tt.count == 0 {
+            continue;
+        }
+        for ((policy, name), (on, off)) in policies.iter().zip(timed.iter_mut()) {
+            *on = std::mem::take(on).merge(run::timed(policy.clone(), name, &tt, o.echo_id_offset)?);
+            if let Some(off) = off {
+                let t_off = run::timed(policy.clone(), name, &Traffic { errata: false, ..tt }, o.echo_id_offset)?;
+                *off = std::mem::take(off).merge(t_off);
+            }
+        }
+    }
+    for r in 0..rounds {
+        let lt = Traffic { count: share(o.load_frames, r), ..load_t };
+        if lt.count == 0 {
+            continue;
+        }
+        for ((policy, name), (on, off)) in policies.iter().zip(load.iter_mut()) {
+            *on = on.merge(run::load(policy.clone(), name, &lt, o.echo_id_offset)?);
+            if let Some(off) = off {
+                *off = off.merge(run::load(policy.clone(), name, &Traffic { errata: false, ..lt }, o.echo_id_offset)?);
+            }
+        }
+    }
+    let mut reports = timed.into_iter().zip(load).map(|((t_on, t_off), (l_on, l_off))| {
+        (PolicyReport { timed: t_on, load: l_on }, t_off.zip(l_off).map(|(timed, load)| PolicyReport { timed, load }))
+    });
+    let mut next = || reports.next().ok_or_else(|| "canecho: a policy run is missing".to_string());
+    let (classic, classic_off) = next()?;
+    let (linux69, linux69_off) = next()?;
+    let (fast, fast_off) = next()?;
+    let errata_off = match (classic_off, linux69_off, fast_off) {
+        (Some(classic), Some(linux69), Some(fast)) => Some(Box::new(Runs { classic, linux69, fast })),
+        _ => None,
     };
-    Ok(CanechoReport {
-        options: o.clone(),
-        classic: PolicyReport { timed: tc, load: lc },
-        linux69: PolicyReport { timed: tl, load: ll },
-        fast: PolicyReport { timed: tf, load: lf },
-    })
+    Ok(CanechoReport { options: o.clone(), runs: Runs { classic, linux69, fast }, errata_off })
+}
+
+/// The three policies' figures on one kind of chip.
+#[derive(Clone, Debug)]
+pub struct Runs {
+    pub classic: PolicyReport,
+    pub linux69: PolicyReport,
+    pub fast: PolicyReport,
+}
+
+impl Runs {
+    fn gap_ratio(&self) -> f64 {
+        self.fast.median_gap() / self.classic.median_gap()
+    }
+    fn cpu_ratio(&self) -> f64 {
+        self.fast.irq_cpu_pct() / self.classic.irq_cpu_pct()
+    }
+    fn gap_ratio_vs_linux69(&self) -> f64 {
+        self.fast.median_gap() / self.linux69.median_gap()
+    }
+    fn cpu_ratio_vs_linux69(&self) -> f64 {
+        self.fast.irq_cpu_pct() / self.linux69.irq_cpu_pct()
+    }
+}
+
+/// Relative change from `base` to `x`, %.
+fn change_pct(x: f64, base: f64) -> f64 {
+    (x / base - 1.0) * 100.0
 }
 
 impl CanechoReport {
@@ -251,6 +342,8 @@ impl CanechoReport {
             "options": {
                 "frames": o.frames, "len": o.len, "id": o.id, "gap_us": o.gap_us, "bitrate": o.bitrate,
                 "load_frames": o.load_frames, "echo_id_offset": o.echo_id_offset,
+                "errata": o.errata, "compare_errata": o.compare_errata,
+                "rounds": o.rounds,
             },
             "classic": self.classic.to_json(),
             "linux69": self.linux69.to_json(),
@@ -262,6 +355,20 @@ impl CanechoReport {
             "cpu_ratio_vs_linux69": round(self.cpu_ratio_vs_linux69(), 3),
             "linux69_gap_ratio_vs_classic": round(self.linux69.median_gap() / self.classic.median_gap(), 3),
             "linux69_cpu_ratio_vs_classic": round(self.linux69.irq_cpu_pct() / self.classic.irq_cpu_pct(), 3),
+            "model": { "errata": if o.errata { Errata::ALL.names() } else { Errata::NONE.names() } },
+            "errata_off": self.errata_off.as_ref().map(|r| json!({
+                "classic": r.classic.to_json(),
+                "linux69": r.linux69.to_json(),
+                "fast": r.fast.to_json(),
+                "gap_ratio": round(r.gap_ratio(), 3),
+                "cpu_ratio": round(r.cpu_ratio(), 3),
+                "gap_ratio_vs_linux69": round(r.gap_ratio_vs_linux69(), 3),
+                "cpu_ratio_vs_linux69": round(r.cpu_ratio_vs_linux69(), 3),
+            })),
+            "errata_effect_pct": self.errata_off.as_ref().map(|r| json!({
+                "gap_ratio": round(change_pct(self.gap_ratio(), r.gap_ratio()), 1),
+                "cpu_ratio": round(change_pct(self.cpu_ratio(), r.cpu_ratio()), 1),
+            })),
         })
     }
 
@@ -321,6 +428,24 @@ impl CanechoReport {
             l.frames_lost(),
             c.frames_lost()
         ));
+        s.push_str(&format!(
+            "MCP2518FD errata: {}; driver workarounds fired (load run): A {}, 6.9 {}, C {}\n",
+            if self.options.errata { Errata::ALL.names().join(", ") } else { "off (an ideal chip)".into() },
+            a.load.errata_recovered,
+            l.load.errata_recovered,
+            c.load.errata_recovered
+        ));
+        if let Some(r) = &self.errata_off {
+            s.push_str(&format!(
+                "the same runs on an ideal chip (interleaved): gap C/A {:.3} (errata on {:.3}, {:+.1} %), CPU C/A {:.3} (errata on {:.3}, {:+.1} %)\n",
+                r.gap_ratio(),
+                self.gap_ratio(),
+                change_pct(self.gap_ratio(), r.gap_ratio()),
+                r.cpu_ratio(),
+                self.cpu_ratio(),
+                change_pct(self.cpu_ratio(), r.cpu_ratio()),
+            ));
+        }
         if let (Some(sa), Some(sl), Some(sc)) = (a.load.host_steal_pct, l.load.host_steal_pct, c.load.host_steal_pct) {
             s.push_str(&format!(
                 "CPU time the hypervisor stole during the load runs: A {sa:.1} %, 6.9 {sl:.1} %, C {sc:.1} % (the lab's bus keeps real time while a stolen CPU stands still)\n"
@@ -356,6 +481,8 @@ mod tests {
                 "process_cpu_pct",
                 "frames_lost",
                 "load_host_steal_pct",
+                "errata_recovered",
+                "timed_errata_recovered",
             ] {
                 assert!(!v[k].is_null(), "{p}.{k} missing: {v}");
             }
@@ -387,6 +514,13 @@ mod tests {
             assert!(j[k].is_number(), "{k} missing: {j}");
         }
         assert!(r.table().contains("RX EOF → echo SOF"));
+        assert_eq!(j["model"]["errata"].as_array().map(Vec::len), Some(Errata::ALL.names().len()), "{j}");
+        for p in ["classic", "linux69", "fast"] {
+            assert_eq!(j["errata_off"][p]["frames_echoed"], 20, "every frame echoed on the ideal chip too: {j}");
+            assert_eq!(j["errata_off"][p]["payload_mismatches"], 0, "{j}");
+            assert_eq!(j[p]["payload_mismatches"], 0, "errata on: {j}");
+        }
+        assert!(j["errata_effect_pct"]["cpu_ratio"].is_number(), "{j}");
         assert!(run(&CanechoOptions { len: 9, ..o }).is_err());
     }
 }

@@ -10,7 +10,7 @@ use wirespeed::spi::{Bus as SpiBus, Policy, SpiDevice};
 use wirespeed_drivers::mcp251xfd;
 use wirespeed_lab::can::tools::{DataMode, Generator, GeneratorConfig, Recorder};
 use wirespeed_lab::can::{BitRates, Bus as CanBus, CanId};
-use wirespeed_lab::devices::mcp2518fd::{Mcp2518fd, Mcp2518fdConfig};
+use wirespeed_lab::devices::mcp2518fd::{Errata, Mcp2518fd, Mcp2518fdConfig};
 use wirespeed_lab::gpio::{GpioChip, GpioChipConfig};
 use wirespeed_lab::spi::{SpiController, SpiControllerConfig};
 use wirespeed_lab::PinSink;
@@ -77,6 +77,8 @@ pub struct Traffic {
     pub gap_ns: u64,
     pub count: u64,
     pub bitrate: u32,
+    /// The model's silicon errata on (the default) or the ideal chip.
+    pub errata: bool,
 }
 
 impl Rig {
@@ -86,6 +88,7 @@ impl Rig {
             CanBus::new(&lab, "can0", BitRates::new(t.bitrate, t.bitrate.max(2_000_000))).map_err(|e| e.to_string())?;
         let rec = Recorder::attach(&can, record);
         let model = Mcp2518fd::new(&lab, Mcp2518fdConfig::default());
+        model.set_errata(if t.errata { Errata::ALL } else { Errata::NONE });
         model.attach_to_bus(&can, "mcp2518fd");
         let block = lab.spi_controller(SpiControllerConfig { name, ..SpiControllerConfig::default() });
         block.attach(0, model.clone());

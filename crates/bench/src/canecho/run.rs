@@ -25,6 +25,8 @@ pub struct EchoOutcome {
     pub rx_frames: u64,
     pub rx_overflows: u64,
     pub rx_dropped: u64,
+    /// How many times one of the driver's erratum workarounds fired.
+    pub errata_recovered: u64,
 }
 
 /// The echo id: one below the request's (above for id 0), so that at full
@@ -79,6 +81,7 @@ fn echo_thread(
     out.rx_frames = s.rx_frames;
     out.rx_overflows = s.rx_overflows;
     out.rx_dropped = s.rx_dropped;
+    out.errata_recovered = s.errata_recovered;
     Ok(out)
 }
 
@@ -230,6 +233,41 @@ pub struct Timed {
     /// The echo thread's CPU time over the run's length, % (what waiting
     /// for the interrupt costs, polling ahead included).
     pub echo_cpu_pct: f64,
+    /// How many times one of the driver's erratum workarounds fired.
+    pub errata_recovered: u64,
+}
+
+impl Timed {
+    /// Adds the figures of another round of the same policy: samples
+    /// pooled, counts summed, the echo thread's CPU share weighted by frames.
+    pub fn merge(self, o: Timed) -> Timed {
+        let mut s = self;
+        if s.frames_sent == 0 {
+            return o;
+        }
+        let (na, nb) = (s.frames_sent as f64, o.frames_sent as f64);
+        s.echo_cpu_pct = (s.echo_cpu_pct * na + o.echo_cpu_pct * nb) / (na + nb).max(1.0);
+        s.gaps_us.extend(o.gaps_us);
+        s.irq_low_us.extend(o.irq_low_us);
+        s.int_delivery_us.extend(o.int_delivery_us);
+        s.cs_to_clock_us.extend(o.cs_to_clock_us);
+        s.cs_high_gap_us.extend(o.cs_high_gap_us);
+        for (a, b) in s.breakdown_us.iter_mut().zip(o.breakdown_us) {
+            a.extend(b);
+        }
+        s.frames_sent += o.frames_sent;
+        s.frames_echoed += o.frames_echoed;
+        s.payload_mismatches += o.payload_mismatches;
+        s.errata_recovered += o.errata_recovered;
+        if s.transfers_per_frame.is_empty() {
+            s.transfers_per_frame = o.transfers_per_frame;
+        }
+        // The lowest limit of the rounds is still a lower bound for all.
+        if o.limit.total_ns() < s.limit.total_ns() {
+            s.limit = o.limit;
+        }
+        s
+    }
 }
 
 /// The timed run: `t.count` frames, each echoed, with the SPI bus traced.
@@ -268,6 +306,7 @@ pub fn timed(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) 
     let mut out = Timed {
         frames_sent: rig.gen.frames_sent(),
         echo_cpu_pct: echo.thread_cpu_ns as f64 * 100.0 / run_ns as f64,
+        errata_recovered: echo.errata_recovered,
         limit,
         ..Timed::default()
     };
@@ -324,10 +363,38 @@ pub struct Load {
     pub rx_overflows: u64,
     /// Frames read but dropped on a full driver queue.
     pub rx_dropped: u64,
+    /// How many times one of the driver's erratum workarounds fired.
+    pub errata_recovered: u64,
     /// CPU time the hypervisor took from this machine during the run, in %
     /// of all CPUs' time (`None`: not reported). The lab's bus keeps real
     /// time while a stolen CPU stands still, so steal can lose frames.
     pub host_steal_pct: Option<f64>,
+}
+
+impl Load {
+    /// Adds another round of the same policy (times and counts summed).
+    pub fn merge(self, o: Load) -> Load {
+        let steal = match (self.host_steal_pct, o.host_steal_pct) {
+            (Some(a), Some(b)) => {
+                let n = (self.elapsed_ns + o.elapsed_ns).max(1) as f64;
+                Some((a * self.elapsed_ns as f64 + b * o.elapsed_ns as f64) / n)
+            }
+            (a, b) => a.or(b),
+        };
+        Load {
+            elapsed_ns: self.elapsed_ns + o.elapsed_ns,
+            echo_thread_cpu_ns: self.echo_thread_cpu_ns + o.echo_thread_cpu_ns,
+            pump_thread_cpu_ns: self.pump_thread_cpu_ns + o.pump_thread_cpu_ns,
+            process_cpu_ns: self.process_cpu_ns + o.process_cpu_ns,
+            frames_sent: self.frames_sent + o.frames_sent,
+            frames_received: self.frames_received + o.frames_received,
+            frames_echoed: self.frames_echoed + o.frames_echoed,
+            rx_overflows: self.rx_overflows + o.rx_overflows,
+            rx_dropped: self.rx_dropped + o.rx_dropped,
+            errata_recovered: self.errata_recovered + o.errata_recovered,
+            host_steal_pct: steal,
+        }
+    }
 }
 
 /// The load run: back-to-back frames, CPU per thread.
@@ -358,6 +425,7 @@ pub fn load(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) -
         frames_echoed: out.echoed,
         rx_overflows: out.rx_overflows,
         rx_dropped: out.rx_dropped,
+        errata_recovered: out.errata_recovered,
     })
 }
 
