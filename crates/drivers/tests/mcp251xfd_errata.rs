@@ -520,6 +520,48 @@ fn the_clamp_reaches_every_transfer() {
     assert_eq!(r.dev.errata_hits().spi_clock, 0, "init ran below the limit");
 }
 
+/// A 4 MHz clock with the PLL (SYSCLK 40 MHz) and the SPI device at the
+/// 17 MHz the running chip allows: until the PLL locks the limit is
+/// 1.7 MHz, so the probe must run slow and the frames then fast.
+fn scenario_pll(w: Workarounds) -> Outcome {
+    let model = Mcp2518fdConfig { osc_hz: 4_000_000, ..Mcp2518fdConfig::default() };
+    let mut r = rig_with(RigOptions { model, ..RigOptions::new(500_000) });
+    let gen = numbering_generator(&r, 5, 2_000_000);
+    let rec = Recorder::attach(&r.can, 4096);
+    let config = Config { clock_hz: 4_000_000, pll: true, workarounds: w, ..cfg(500_000) };
+    let mut d = match driver(&mut r, config) {
+        Ok(d) => d,
+        Err(e) => return Outcome::new(&r, None, Some(format!("Mcp251xfd::new: {e}"))),
+    };
+    gen.start(now());
+    let mut got = Vec::new();
+    while let Ok(Some(f)) = d.recv(Some(Duration::from_millis(50))) {
+        got.push(index_of(f.data()).unwrap_or(u64::MAX));
+        let _ = d.send(&f.with_id(CanId::Standard(0x078)).unwrap());
+        if got.len() > 10 {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(5));
+    let failure = exactly_once(&got, 5)
+        .map(|e| format!("received {e}"))
+        .or_else(|| exactly_once(&on_bus(&rec.records(), 0x078), 5).map(|e| format!("echoed {e}")))
+        .or_else(|| {
+            let hz = d.spi_clock_hz();
+            (hz != 17_000_000).then(|| format!("after the PLL locked the SPI ran at {hz} Hz, not the device's 17 MHz"))
+        });
+    Outcome::new(&r, Some(&d), failure)
+}
+
+#[test]
+fn with_the_pll_the_probe_runs_below_the_bare_clock_s_limit() {
+    on_off("spi_clock (PLL)", scenario_pll, only_off(|w| w.spi_clock = false), |s| s.spi_clock_clamped);
+    let on = scenario_pll(Workarounds::ALL);
+    assert_eq!(on.hits.spi_clock, 0, "no access above the limit of its moment: {on:?}");
+    let bad = Config { clock_hz: 40_000_000, pll: true, ..cfg(500_000) };
+    assert!(matches!(bad.plan(), Err(wirespeed_drivers::mcp251xfd::Error::InvalidConfig { what: "pll", .. })));
+}
+
 // ---------------------------------------------------------------- all together
 
 #[test]

@@ -499,9 +499,10 @@ mod tests {
             assert!(v["gap_limit_spi_bits"].as_u64().unwrap() > 0);
         }
         // A limit is a limit: no echo comes in under it. (This driver moves
-        // 392 bits over SPI before its request takes effect, 23.5 µs at
-        // 16.7 MHz, so none of its echoes can come before ~26.5 µs even with
-        // no software at all: a margin of ~10 µs over the 16 µs limit.)
+        // 440 bits over SPI before its request takes effect — C1INT,
+        // FIFOSTA, the RX object, the TX object, UINC | TXREQ — 26.4 µs at
+        // 16.7 MHz, so none of its echoes can come before ~29.4 µs even
+        // with no software at all: a margin of ~13 µs over the 16 µs limit.)
         for (p, pr) in [("classic", &r.classic), ("linux69", &r.linux69), ("fast", &r.fast)] {
             let limit_us = pr.limit();
             let min = pr.timed.gaps_us.iter().copied().fold(f64::INFINITY, f64::min);

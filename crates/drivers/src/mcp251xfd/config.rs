@@ -25,8 +25,14 @@ pub enum OpMode {
 /// Driver configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Oscillator / SYSCLK frequency (no PLL), Hz.
+    /// Oscillator frequency (the crystal or clock input), Hz: SYSCLK
+    /// without the PLL.
     pub clock_hz: u32,
+    /// Run SYSCLK from the PLL at 10 × `clock_hz` (a 4 MHz crystal gives
+    /// the usual 40 MHz; the Linux driver does so for clocks of at most
+    /// 4 MHz). SYSCLK may not exceed 40 MHz. The SPI clock stays within
+    /// 0.85 × `clock_hz` / 2 until the PLL has locked.
+    pub pll: bool,
     /// Nominal (arbitration) bit rate.
     pub nominal_bitrate: u32,
     /// Data bit rate: `Some` runs the controller in CAN FD mode, `None` in CAN 2.0 mode.
@@ -77,6 +83,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             clock_hz: 40_000_000,
+            pll: false,
             nominal_bitrate: 500_000,
             data_bitrate: None,
             sample_point_permille: 800,
@@ -165,11 +172,28 @@ pub struct Plan {
 }
 
 impl Config {
+    /// SYSCLK: `clock_hz`, or 10 × it through the PLL ([`Config::pll`]).
+    pub fn sysclk_hz(&self) -> u32 {
+        if self.pll {
+            self.clock_hz.saturating_mul(10)
+        } else {
+            self.clock_hz
+        }
+    }
+
     /// Checks the configuration and computes the bit timings and RAM layout.
     pub fn plan(&self) -> Result<Plan, Error> {
+        if self.pll && !(1_000_000..=4_000_000).contains(&self.clock_hz) {
+            return Err(Error::InvalidConfig {
+                what: "pll",
+                value: format!("with clock_hz = {}", self.clock_hz),
+                allowed: "a clock of 1..=4 MHz (the PLL makes SYSCLK 10 × the clock, at most 40 MHz)",
+            });
+        }
+        let sysclk = self.sysclk_hz();
         let nominal = bittiming::compute(
             &bittiming::NOMINAL,
-            self.clock_hz,
+            sysclk,
             self.nominal_bitrate,
             self.sample_point_permille,
             self.max_bitrate_error_ppm,
@@ -177,7 +201,7 @@ impl Config {
         let data = match self.data_bitrate {
             Some(r) => Some(bittiming::compute(
                 &bittiming::DATA,
-                self.clock_hz,
+                sysclk,
                 r,
                 self.sample_point_permille,
                 self.max_bitrate_error_ppm,
@@ -208,10 +232,14 @@ impl Config {
         if end > usize::from(RAM_START + RAM_SIZE) {
             return Err(Error::RamOverflow { needed: end - usize::from(RAM_START) });
         }
-        if self.clock_hz < 1_000_000 || !self.clock_hz.is_multiple_of(1_000_000) || self.clock_hz / 1_000_000 > 1024 {
+        if sysclk < 1_000_000 || !sysclk.is_multiple_of(1_000_000) || sysclk / 1_000_000 > 1024 {
             return Err(Error::InvalidConfig {
                 what: "clock_hz",
-                value: self.clock_hz.to_string(),
+                value: if self.pll {
+                    format!("{} (SYSCLK {sysclk} with the PLL)", self.clock_hz)
+                } else {
+                    sysclk.to_string()
+                },
                 allowed: "a whole number of MHz, 1..=1024 MHz (timestamps tick in µs)",
             });
         }
@@ -228,7 +256,7 @@ impl Config {
             tx_plsize,
             rx_plsize,
         };
-        Ok(Plan { layout, nominal, data, tbc_pre: self.clock_hz / 1_000_000 - 1 })
+        Ok(Plan { layout, nominal, data, tbc_pre: sysclk / 1_000_000 - 1 })
     }
 
     /// The REQOP value for the configured mode.

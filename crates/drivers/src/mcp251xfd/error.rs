@@ -20,6 +20,14 @@ pub enum Error {
         /// How long the driver waited, µs.
         waited_us: u64,
     },
+    /// The PLL did not lock (OSC.PLLRDY stayed 0) after it was enabled
+    /// ([`Config::pll`](super::Config::pll)). The chip is in configuration mode.
+    PllNotLocked {
+        /// The last OSC value read.
+        osc: u32,
+        /// How long the driver waited, µs.
+        waited_us: u64,
+    },
     /// DEVID names neither an MCP2518FD nor an MCP2517FD. The device was left in configuration mode.
     WrongDevice {
         /// The DEVID value read.
@@ -132,6 +140,10 @@ impl fmt::Display for Error {
             Error::OscillatorNotReady { osc, waited_us } => write!(
                 f,
                 "oscillator not ready after {waited_us} µs (OSC = {osc:#010x}, OSCRDY bit 10 clear); device left in configuration mode"
+            ),
+            Error::PllNotLocked { osc, waited_us } => write!(
+                f,
+                "PLL not locked after {waited_us} µs (OSC = {osc:#010x}, PLLRDY bit 8 clear); device left in configuration mode"
             ),
             Error::WrongDevice { devid, expected_id } => write!(
                 f,

@@ -44,6 +44,23 @@ fn wait_osc(io: &mut RegIo, cfg: &Config) -> Result<u32, Error> {
     }
 }
 
+/// Turns the PLL on (SYSCLK = 10 × the clock) and waits for OSC.PLLRDY
+/// with OSCRDY, up to `osc_timeout` (Linux: mcp251xfd_chip_clock_init()).
+fn lock_pll(io: &mut RegIo, cfg: &Config) -> Result<(), Error> {
+    io.write(OSC, OSC_CLKODIV_10 | OSC_PLLEN)?;
+    let t0 = now();
+    loop {
+        let osc = io.read(OSC)?;
+        if osc & (OSC_PLLRDY | OSC_OSCRDY) == OSC_PLLRDY | OSC_OSCRDY {
+            return Ok(());
+        }
+        if now().ns_since(t0) > ns(cfg.osc_timeout) {
+            return Err(Error::PllNotLocked { osc, waited_us: elapsed_us(t0) });
+        }
+        std::thread::sleep(Duration::from_micros(20));
+    }
+}
+
 /// Writes REQOP and waits up to `mode_timeout` for OPMOD to follow.
 pub(super) fn request_mode(io: &mut RegIo, cfg: &Config, mode: u8) -> Result<(), Error> {
     io.write_byte(C1CON + 3, mode)?;
@@ -119,6 +136,11 @@ impl Mcp251xfd {
         let l = p.layout;
         let w = self.cfg.workarounds;
         let io = &mut self.io;
+        if self.cfg.pll {
+            lock_pll(io, &self.cfg)?;
+        }
+        // SYSCLK is final: the SPI may run at its limit for it.
+        io.speed_hz = self.spi_hz.1;
         // INT0 / INT1 as interrupt outputs (TX / RX), push-pull, like INT.
         io.write(IOCON, 0)?;
         if w.ecc_init {
@@ -227,6 +249,8 @@ impl Mcp251xfd {
     /// done); the driver's RX queue is kept.
     pub fn restart(&mut self) -> Result<(), Error> {
         let was_off = self.state == BusState::BusOff;
+        // RESET turns the PLL off: the slow clock until it is back.
+        self.io.speed_hz = self.spi_hz.0;
         let p = probe(&mut self.io, &self.cfg)?;
         self.stats.sleep_wakes += u64::from(p.woke);
         self.stats.tx_done += self.tx_in_flight as u64;

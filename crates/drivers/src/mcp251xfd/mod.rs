@@ -39,7 +39,9 @@
 //!   TFERFFIF is set, else (FIFOCI − tail) mod depth. The first frame is
 //!   handed over at once; the others are read by the next call in one
 //!   burst (two reads at the ring's wrap, one SPI message) and their UINCs
-//!   sent in one message. A single frame's UINC is deferred until after the
+//!   sent in one message — unless, its UINC sent, INT is high: then the
+//!   FIFO is empty and the others were FIFOCI's phantoms (the erratum
+//!   below), settled by a GPIO read with no SPI message. A single frame's UINC is deferred until after the
 //!   next transmit (it rides in its message) or the next receive, so an
 //!   echo's TX reaches the wire first.
 //! - **Transmit** ([`Mcp251xfd::send`]): one prepared message writes the
@@ -77,7 +79,10 @@
 //!   WRITE_SAFE, and a write the chip refused (SPICRCIF) is made good.
 //! - **SPI clock**: every transfer the driver builds (configuration path
 //!   and prepared messages) is clocked at most 0.85 × SYSCLK / 2
-//!   ([`spi_clock_limit`]), whatever the [`SpiDevice`] was configured for.
+//!   ([`spi_clock_limit`]), whatever the [`SpiDevice`] was configured for;
+//!   with the PLL ([`Config::pll`]: SYSCLK = 10 × the clock, enabled after
+//!   the probe and waited for, as Linux's `mcp251xfd_chip_clock_init()`),
+//!   the limit of the bare clock holds until the PLL has locked.
 //! - **Timestamps**: the 32-bit TBC at 1 µs, extended to 64 bits ([`timestamp`]).
 //!
 //! # Silicon errata
@@ -98,7 +103,7 @@
 //! | Bus errors raise IVMIF with C1BDIAG1 bits, not CERRIF | `mcp251xfd_handle_ivmif()`: decode BDIAG1, write 0 | `ivmif_bdiag` | `ivmif_decoded`, [`Stats::bus_errors`] |
 //! | WRITE_CRC writes bytes as they arrive: a corrupted UINC / TXREQ byte acts before its CRC fails | `MCP251XFD_SPI_INSTRUCTION_WRITE_CRC_SAFE` | `write_safe`: one-byte writes as WRITE_SAFE; on SPICRCIF the TX FIFO head (C1FIFOUA), RX FIFO and TEF tails are compared with the driver's and the missing UINC (\| TXREQ) re-issued; configuration-path bytes are checked and repeated | `write_safe_recovered` |
 //! | TX MAB underflow / RX MAB overflow: SERRIF + MODIF, the chip drops to Restricted or Listen-Only mode | `mcp251xfd_handle_serrif()`, `mcp251xfd_handle_modif()`, `mcp251xfd_chip_set_normal_mode_nowait()` | `mab_recovery` | `mab_errors` |
-//! | SPI above 0.85 × SYSCLK / 2 corrupts data (DS80000789 4, DS80000792 5) | `mcp251xfd_probe()`: `spi->max_speed_hz` lowered to freq / 2 × 0.85 | `spi_clock`: every transfer's `speed_hz` | `spi_clock_clamped` (0 or 1) |
+//! | SPI above 0.85 × SYSCLK / 2 corrupts data (the errata sheets' SPI clock limit) | `mcp251xfd_probe()`: `spi->max_speed_hz` lowered to freq / 2 × 0.85 | `spi_clock`: every transfer's `speed_hz` | `spi_clock_clamped` (0 or 1) |
 
 pub mod bittiming;
 mod config;
@@ -342,6 +347,9 @@ pub struct Mcp251xfd {
     bus_off_at: Option<Instant>,
     variant: Variant,
     devid: u32,
+    /// SPI clocks (0: the device's own) before SYSCLK is final and after
+    /// ([`Workarounds::spi_clock`], [`Config::pll`]).
+    spi_hz: (u32, u32),
     stats: Stats,
 }
 
@@ -353,15 +361,14 @@ struct Unverified {
     tef: u32,
 }
 
-/// The driver's SPI clock for `spi` (0: the device's own) and whether it
-/// had to be lowered.
-fn spi_clock(spi: &SpiDevice, cfg: &Config) -> (u32, bool) {
-    let limit = spi_clock_limit(cfg.clock_hz);
-    if cfg.workarounds.spi_clock && spi.config().speed_hz > limit {
-        (limit, true)
-    } else {
-        (0, false)
-    }
+/// The driver's SPI clocks for `spi` (0: the device's own): before SYSCLK
+/// is final (the PLL off: the probe) and after, and whether either had to
+/// be lowered.
+fn spi_clocks(spi: &SpiDevice, cfg: &Config) -> (u32, u32, bool) {
+    let dev = spi.config().speed_hz;
+    let clamp = |limit: u32| if cfg.workarounds.spi_clock && dev > limit { limit } else { 0 };
+    let (slow, fast) = (clamp(spi_clock_limit(cfg.clock_hz)), clamp(spi_clock_limit(cfg.sysclk_hz())));
+    (slow, fast, slow != 0 || fast != 0)
 }
 
 fn regio(spi: SpiDevice, cfg: &Config, hz: u32) -> Result<RegIo, Error> {
@@ -375,10 +382,10 @@ impl Mcp251xfd {
     pub fn new(spi: SpiDevice, int: LineRequest, int_offset: u32, cfg: Config) -> Result<Mcp251xfd, Error> {
         let plan = cfg.plan()?;
         let wait = IntWait::new(cfg.int_wait, &int, int_offset)?;
-        let (hz, clamped) = spi_clock(&spi, &cfg);
-        let wire = Wire { crc: cfg.crc, safe: cfg.workarounds.write_safe, hz };
+        let (slow, fast, clamped) = spi_clocks(&spi, &cfg);
+        let wire = Wire { crc: cfg.crc, safe: cfg.workarounds.write_safe, hz: fast };
         let hot = Hot::build(&spi, &plan.layout, wire)?;
-        let mut io = regio(spi, &cfg, hz)?;
+        let mut io = regio(spi, &cfg, slow)?;
         let p = init::probe(&mut io, &cfg)?;
         let l = plan.layout;
         let mut d = Mcp251xfd {
@@ -408,6 +415,7 @@ impl Mcp251xfd {
             bus_off_at: None,
             variant: p.variant,
             devid: p.devid,
+            spi_hz: (slow, fast),
             stats: Stats { spi_clock_clamped: u64::from(clamped), sleep_wakes: u64::from(p.woke), ..Stats::default() },
         };
         d.configure()?;
@@ -418,8 +426,8 @@ impl Mcp251xfd {
     /// DEVID, variant. Returns DEVID. What it writes is listed in the
     /// module documentation (*Lifecycle*).
     pub fn probe(spi: SpiDevice, cfg: &Config) -> Result<u32, Error> {
-        let (hz, _) = spi_clock(&spi, cfg);
-        Ok(init::probe(&mut regio(spi, cfg, hz)?, cfg)?.devid)
+        let (slow, _, _) = spi_clocks(&spi, cfg);
+        Ok(init::probe(&mut regio(spi, cfg, slow)?, cfg)?.devid)
     }
 
     /// Receives the next frame, waiting up to `timeout` (`None`: forever).
