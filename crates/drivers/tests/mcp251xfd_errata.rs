@@ -266,6 +266,34 @@ fn tef_seq_counts_each_completion_once_despite_the_fifoci_erratum() {
     on_off("tef_seq", scenario_tef_seq, only_off(|w| w.tef_seq = false), |s| s.tef_stale);
 }
 
+/// With [`Config::tef_irq`] (Linux's way: C1INT.TEFIE) completions come
+/// back by their own interrupt: a `poll` collects them, with the TEF's
+/// SEQ check under the FIFOCI erratum; without it they wait for the next
+/// send or `reap_tef`.
+#[test]
+fn tef_irq_collects_completions_by_their_own_interrupt() {
+    for tef_irq in [true, false] {
+        let model = Mcp2518fdConfig { fifoci_window_ns: 5_000_000, ..Mcp2518fdConfig::default() };
+        let mut r = rig_with(RigOptions { model, ..RigOptions::new(500_000) });
+        let (_peer, rec) = acking_peer_and_recorder(&r);
+        let mut d = driver(&mut r, Config { tef_irq, ..cfg(500_000) }).unwrap();
+        for i in 0..6 {
+            d.send(&numbered(0x100, i)).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        d.poll().unwrap();
+        assert_eq!(exactly_once(&on_bus(&rec.records(), 0x100), 6), None);
+        let s = d.stats();
+        if tef_irq {
+            assert_eq!((d.tx_in_flight(), s.tx_done), (0, 6), "collected by the TEF interrupt: {s:?}");
+            assert!(d.last_tx_timestamp().is_some(), "{s:?}");
+        } else {
+            assert_eq!((d.tx_in_flight(), s.tx_done), (6, 0), "no interrupt for completions: {s:?}");
+            assert_eq!(d.reap_tef().unwrap(), 6);
+        }
+    }
+}
+
 // ---------------------------------------------------------------- trec_poll
 
 /// The driver's REC goes to the warning level (one corrupted frame on top

@@ -5,8 +5,10 @@
 //! the seed's kernel A; `linux69` = Linux 6.9, today's kernel; `fast` = every
 //! mechanism on), each on its own lab and bus.
 //!
-//! Two runs per policy, in the order classic, linux-6.9, fast, classic,
-//! linux-6.9, fast:
+//! Two runs per policy, each split into `rounds` (default 10) interleaved
+//! rounds — classic, linux-6.9, fast, classic, … (each followed by its
+//! run on the ideal chip when the errata are compared) — whose samples are
+//! pooled per policy:
 //! - the **timed run** (default 1000 frames of 8 bytes, 10 ms apart, at
 //!   250 kbit/s) with the SPI bus traced: `gap_us` (the request's EOF to the
 //!   echo's SOF, from the bus recorder), `irq_low_us` (INT low per frame, from
@@ -119,7 +121,7 @@ impl Default for CanechoOptions {
             echo_id_offset: -1,
             errata: true,
             compare_errata: true,
-            rounds: 4,
+            rounds: 10,
         }
     }
 }

@@ -57,6 +57,14 @@ pub struct Config {
     /// ([`Mcp251xfd::last_tx_timestamp`](super::Mcp251xfd::last_tx_timestamp));
     /// without, a completion is only the TEF's UINC (one 3-byte write).
     pub tx_timestamps: bool,
+    /// Completions by their own interrupt, as Linux does (C1INT.TEFIE: the
+    /// TEF holds INT low until it is drained, each pass drains it). Off by
+    /// default: then INT stays for received frames, the TEF's flag
+    /// (C1INT.TEFIF) is read with every status message and completions are
+    /// collected lazily, in the next transmit's message — on, an echoed
+    /// frame costs a second service pass (two more SPI messages and a
+    /// wake-up) when its completion comes.
+    pub tef_irq: bool,
     /// Frames the driver buffers between the device and `recv` (≥ 1).
     pub rx_queue: usize,
     /// How long to wait for OSC.OSCRDY after the wake-up and after the
@@ -95,6 +103,7 @@ impl Default for Config {
             tx_depth: 8,
             tx_payload: 8,
             tx_timestamps: true,
+            tef_irq: false,
             rx_queue: 64,
             osc_timeout: Duration::from_millis(30),
             mode_timeout: Duration::from_millis(100),

@@ -178,6 +178,9 @@ impl Mcp251xfd {
                 | FIFOCON_TXEN,
         )?;
         let mut ie = INT_RXIF | INT_RXOVIF | INT_CERRIF | INT_SERRIF | INT_IVMIF;
+        if self.cfg.tef_irq {
+            ie |= INT_TEFIF;
+        }
         if w.ecc_init {
             ie |= INT_ECCIF;
         }

@@ -111,6 +111,11 @@ impl Mcp251xfd {
         }
         if int & INT_TEFIF != 0 {
             self.tef_hint = true;
+            if self.cfg.tef_irq {
+                // The TEF holds INT low: drain it now.
+                self.reap_tef()?;
+                handled = true;
+            }
         }
         let mut trec_read = false;
         if int & RARE != 0 {

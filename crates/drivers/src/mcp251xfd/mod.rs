@@ -48,14 +48,15 @@
 //!   object at the TX FIFO's head and sets UINC | TXREQ. An echoed frame
 //!   costs one status message and one TX message (without TX timestamps;
 //!   with them, a third message reads the completion's TEF object).
-//! - **Completions** come back through the TEF, reaped lazily. The Linux
-//!   driver enables TEFIE and takes a TEF interrupt; here C1INT.TEFIF (the
-//!   TEF's not-empty flag, TEFNEIE in TEFCON) is seen in every status read,
-//!   but C1INT.TEFIE is left clear so the TEF never asserts INT: INT is
-//!   waited for by its falling edge, and an INT held low by a TEF entry
-//!   would hide the edges of the received frames that follow. With TX
-//!   timestamps the entry is read before the next wait; without, its UINC
-//!   rides in the next transmit's message. When the TX queue is full (or
+//! - **Completions** come back through the TEF, reaped lazily by default.
+//!   The Linux driver enables C1INT.TEFIE and takes a TEF interrupt per
+//!   completion; here C1INT.TEFIF (the TEF's not-empty flag, TEFNEIE in
+//!   TEFCON) is seen in every status read, and C1INT.TEFIE is left clear so
+//!   that a completion does not cost a service pass of its own (two SPI
+//!   messages and a wake-up per transmitted frame): with TX timestamps the
+//!   entry is read before the next wait; without, its UINC rides in the
+//!   next transmit's message. [`Config::tef_irq`] does it Linux's way: TEFIE
+//!   on, and each pass that sees TEFIF drains the TEF. When the TX queue is full (or
 //!   on [`Mcp251xfd::reap_tef`]) the TEF is drained by the TX FIFO's FIFOCI,
 //!   as the Linux driver does, in one burst with the SEQ check below.
 //! - **Errors**: CERRIF (fault-confinement changes) → C1TREC → state
