@@ -475,8 +475,9 @@ pub struct CanechoArgs {
     #[arg(long, conflicts_with = "no_errata")]
     no_errata_comparison: bool,
     /// Split each policy's runs into this many rounds, interleaved with the
-    /// other policies' (A B A B …); figures pool the rounds.
-    #[arg(long, default_value_t = CanechoOptions::default().rounds, value_parser = clap::value_parser!(u64).range(1..=100))]
+    /// other policies' (A B A B …); figures pool the rounds. 0: one round
+    /// per 100 timed frames, 1 to 10.
+    #[arg(long, default_value_t = CanechoOptions::default().rounds, value_parser = clap::value_parser!(u64).range(0..=100))]
     rounds: u64,
 }
 

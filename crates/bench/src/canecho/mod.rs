@@ -5,7 +5,9 @@
 //! the seed's kernel A; `linux69` = Linux 6.9, today's kernel; `fast` = every
 //! mechanism on), each on its own lab and bus.
 //!
-//! Two runs per policy, each split into `rounds` (default 10) interleaved
+//! Two runs per policy, each split into `rounds` (by default one per 100
+//! timed frames, at most 10: fewer frames per rig would leave fast's INT
+//! wait too little time to learn the interrupts' period) interleaved
 //! rounds — classic, linux-6.9, fast, classic, … (each followed by its
 //! run on the ideal chip when the errata are compared) — whose samples are
 //! pooled per policy:
@@ -105,7 +107,8 @@ pub struct CanechoOptions {
     pub compare_errata: bool,
     /// Each policy's runs are split into this many rounds, interleaved
     /// with the other policies' (and with the errata-off runs): figures
-    /// pool the rounds' samples.
+    /// pool the rounds' samples. 0: one per 100 timed frames, 1..=10
+    /// ([`CanechoOptions::rounds_to_run`]).
     pub rounds: u64,
 }
 
@@ -121,12 +124,22 @@ impl Default for CanechoOptions {
             echo_id_offset: -1,
             errata: true,
             compare_errata: true,
-            rounds: 10,
+            rounds: 0,
         }
     }
 }
 
 impl CanechoOptions {
+    /// The rounds the runs are split into: [`CanechoOptions::rounds`], or
+    /// if 0 one per 100 timed frames, 1..=10.
+    pub fn rounds_to_run(&self) -> u64 {
+        if self.rounds == 0 {
+            (self.frames / 100).clamp(1, 10)
+        } else {
+            self.rounds
+        }
+    }
+
     /// The `--quick` settings: 300 frames, a 3,000-frame load run.
     pub fn quick() -> CanechoOptions {
         CanechoOptions { frames: 300, load_frames: 3_000, ..CanechoOptions::default() }
@@ -242,7 +255,7 @@ pub fn run(o: &CanechoOptions) -> Result<CanechoReport, String> {
     // In `rounds` rounds, each policy's errata-on run beside its errata-off
     // run (A B A B …), samples pooled per policy, so that drift between
     // runs does not pass for the errata's cost.
-    let rounds = o.rounds.max(1);
+    let rounds = o.rounds_to_run();
     let share = |n: u64, r: u64| n / rounds + u64::from(r < n % rounds);
     let mut timed: Vec<(Timed, Option<Timed>)> = vec![(Timed::default(), compare.then(Timed::default)); 3];
     let mut load: Vec<(Load, Option<Load>)> = vec![(Load::default(), compare.then(Load::default)); 3];
@@ -345,7 +358,7 @@ impl CanechoReport {
                 "frames": o.frames, "len": o.len, "id": o.id, "gap_us": o.gap_us, "bitrate": o.bitrate,
                 "load_frames": o.load_frames, "echo_id_offset": o.echo_id_offset,
                 "errata": o.errata, "compare_errata": o.compare_errata,
-                "rounds": o.rounds,
+                "rounds": o.rounds_to_run(),
             },
             "classic": self.classic.to_json(),
             "linux69": self.linux69.to_json(),
