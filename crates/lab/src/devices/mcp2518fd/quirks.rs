@@ -16,7 +16,7 @@
 //!   highest bit in the lowest byte is flipped the transferred CRC
 //!   matches"): byte 0 of C1TBC goes out with bit 7 flipped when its true
 //!   value & 0xF8 is 0x00 or 0x80; the CRC sent covers the true byte.
-//! - **SPI clock** (datasheet: F_SCK ≤ 0.85 × SYSCLK / 2; the kernel sets
+//! - **SPI clock** (errata sheet: F_SCK ≤ 0.85 × SYSCLK / 2; the kernel sets
 //!   `max_speed_hz` to freq × 85 / 100 / 2): above it the device samples
 //!   late. Every byte after the 2-byte command slips by one bit, both
 //!   ways: the host reads each MISO byte shifted right by one with the
