@@ -15,7 +15,7 @@ pub mod node;
 pub mod ready;
 pub mod spidev;
 pub mod sysfs;
-mod user_mem;
+pub mod user_mem;
 
 pub use board::{Board, BoardError};
 pub use node::{CharDev, Errno, FdInstaller, Node, NodeFile};

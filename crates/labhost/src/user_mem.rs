@@ -40,9 +40,12 @@ struct Probed {
     write: bool,
 }
 
+/// A range that contains no page (`first > last`).
+const NONE: Probed = Probed { first: 1, last: 0, write: false };
+
 thread_local! {
-    static PROBED: Cell<([Probed; REMEMBERED], usize)> =
-        const { Cell::new(([Probed { first: 1, last: 0, write: false }; REMEMBERED], 0)) };
+    static PROBED: [Cell<Probed>; REMEMBERED] = const { [const { Cell::new(NONE) }; REMEMBERED] };
+    static NEXT: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Pages checked per system call (stack arrays: no allocation per ioctl).
@@ -63,15 +66,13 @@ fn page_size() -> usize {
 
 /// Whether this thread probed pages `first..=last` (writable, if `write`) before.
 fn remembered(first: usize, last: usize, write: bool) -> bool {
-    PROBED.with(|c| c.get().0.iter().any(|p| p.first <= first && last <= p.last && (p.write || !write)))
+    PROBED
+        .with(|ranges| ranges.iter().map(Cell::get).any(|p| p.first <= first && last <= p.last && (p.write || !write)))
 }
 
 fn remember(first: usize, last: usize, write: bool) {
-    PROBED.with(|c| {
-        let (mut ranges, next) = c.get();
-        ranges[next] = Probed { first, last, write };
-        c.set((ranges, (next + 1) % REMEMBERED));
-    });
+    let next = NEXT.with(|n| n.replace((n.get() + 1) % REMEMBERED));
+    PROBED.with(|ranges| ranges[next].set(Probed { first, last, write }));
 }
 
 /// Reads one byte at each of `remote`'s addresses into `bytes`, then (if
@@ -83,10 +84,9 @@ fn probe(remote: &[libc::iovec], bytes: &mut [u8], write: bool) -> bool {
     // addresses are checked by the kernel, which returns EFAULT instead of
     // faulting. The bytes written back are those just read there.
     unsafe {
-        libc::process_vm_readv(libc::getpid(), &local, 1, remote.as_ptr(), count, 0) == remote.len() as isize
-            && (!write
-                || libc::process_vm_writev(libc::getpid(), &local, 1, remote.as_ptr(), count, 0)
-                    == remote.len() as isize)
+        let pid = libc::getpid();
+        libc::process_vm_readv(pid, &local, 1, remote.as_ptr(), count, 0) == remote.len() as isize
+            && (!write || libc::process_vm_writev(pid, &local, 1, remote.as_ptr(), count, 0) == remote.len() as isize)
     }
 }
 
@@ -132,13 +132,42 @@ fn probe_pages(addr: usize, last: usize, page: usize, write: bool) -> bool {
 }
 
 /// Whether the program's `len` bytes at `addr` can be read (EFAULT if not).
-pub(crate) fn readable(addr: usize, len: usize) -> bool {
+pub fn readable(addr: usize, len: usize) -> bool {
     check(addr, len, false)
 }
 
 /// Whether the program's `len` bytes at `addr` can be written (EFAULT if not).
-pub(crate) fn writable(addr: usize, len: usize) -> bool {
+pub fn writable(addr: usize, len: usize) -> bool {
     check(addr, len, true)
+}
+
+/// Reads a `T` from the program's ioctl argument (EFAULT if not mapped).
+///
+/// # Safety
+/// `arg` points to `size_of::<T>()` bytes (the ioctl's size field says so,
+/// and the program passes that much), and any bytes are a valid `T`.
+pub(crate) unsafe fn get<T: Copy>(arg: *mut c_void) -> Result<T, crate::Errno> {
+    if !readable(arg as usize, std::mem::size_of::<T>()) {
+        return Err(libc::EFAULT);
+    }
+    // SAFETY: the caller's contract (and the memory is mapped, checked
+    // above); unaligned, as a user pointer may be.
+    Ok(unsafe { std::ptr::read_unaligned(arg.cast::<T>()) })
+}
+
+/// Writes a `T` back to the program's ioctl argument (EFAULT if not
+/// mapped writable).
+///
+/// # Safety
+/// `arg` points to `size_of::<T>()` bytes the program lets the ioctl write.
+pub(crate) unsafe fn put<T: Copy>(arg: *mut c_void, value: T) -> Result<i32, crate::Errno> {
+    if !writable(arg as usize, std::mem::size_of::<T>()) {
+        return Err(libc::EFAULT);
+    }
+    // SAFETY: the caller's contract (the memory is mapped writable, checked
+    // above); unaligned, as a user pointer may be.
+    unsafe { std::ptr::write_unaligned(arg.cast::<T>(), value) };
+    Ok(0)
 }
 
 #[cfg(test)]

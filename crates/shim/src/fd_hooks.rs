@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use wirespeed_labhost::{Errno, FdInstaller, NodeFile};
+use wirespeed_labhost::{user_mem, Errno, FdInstaller, NodeFile};
 
 fn set_errno(e: Errno) {
     // SAFETY: errno is this thread's.
@@ -334,6 +334,9 @@ fn read_served(fd: c_int, buf: *mut c_void, count: size_t) -> Option<ssize_t> {
     Some(guard::run(|| {
         let slice: &mut [u8] = if count == 0 || buf.is_null() {
             &mut []
+        } else if !user_mem::writable(buf as usize, count) {
+            // The kernel's copy_to_user: EFAULT, not a fault in the program.
+            return fail(libc::EFAULT);
         } else {
             // SAFETY: the program passes `count` writable bytes at `buf`.
             unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), count) }
@@ -390,6 +393,8 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: size_t) -> 
             return guard::run(|| {
                 let slice: &[u8] = if count == 0 || buf.is_null() {
                     &[]
+                } else if !user_mem::readable(buf as usize, count) {
+                    return fail(libc::EFAULT);
                 } else {
                     // SAFETY: the program passes `count` readable bytes at `buf`.
                     unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), count) }

@@ -5,6 +5,7 @@
 use super::convert::{lab_setup, LineConfig};
 use super::lines::{errno, ChipState, Claim};
 use crate::node::Errno;
+pub(crate) use crate::user_mem::{get, put};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use wirespeed::linux::gpio_cdev::uapi::*;
@@ -96,31 +97,4 @@ impl Held {
         let line = &self.lines[idx];
         self.state().chip.set_output(line.offset, value != line.active_low()).map_err(errno)
     }
-}
-
-/// Reads a `T` from the program's ioctl argument.
-///
-/// # Safety
-/// `arg` points to `size_of::<T>()` readable bytes (the ioctl's size field
-/// says so, and the program passes that much), and any bytes are a valid `T`.
-pub(crate) unsafe fn get<T: Copy>(arg: *mut std::ffi::c_void) -> Result<T, Errno> {
-    if !crate::user_mem::readable(arg as usize, std::mem::size_of::<T>()) {
-        return Err(libc::EFAULT);
-    }
-    // SAFETY: the caller's contract (and the memory is mapped, checked
-    // above); unaligned, as a user pointer may be.
-    Ok(unsafe { std::ptr::read_unaligned(arg.cast::<T>()) })
-}
-
-/// Writes a `T` back to the program's ioctl argument.
-///
-/// # Safety
-/// `arg` points to `size_of::<T>()` writable bytes.
-pub(crate) unsafe fn put<T: Copy>(arg: *mut std::ffi::c_void, value: T) -> Result<i32, Errno> {
-    if !crate::user_mem::writable(arg as usize, std::mem::size_of::<T>()) {
-        return Err(libc::EFAULT);
-    }
-    // SAFETY: the caller's contract (the memory is mapped writable, checked above); unaligned, as a user pointer may be.
-    unsafe { std::ptr::write_unaligned(arg.cast::<T>(), value) };
-    Ok(0)
 }

@@ -24,7 +24,7 @@
 
 use crate::node::{CharDev, Errno, FdInstaller, Node, NodeFile};
 use crate::ready::never_ready;
-use crate::user_mem;
+use crate::user_mem::{self, get, put};
 use std::ffi::c_void;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -120,32 +120,6 @@ impl SpidevFile {
     }
 }
 
-/// Reads the program's `T` at `arg`.
-///
-/// # Safety
-/// `arg` points to a readable `T` (the ioctl's contract).
-unsafe fn get<T: Copy>(arg: *mut c_void) -> Result<T, Errno> {
-    if !crate::user_mem::readable(arg as usize, std::mem::size_of::<T>()) {
-        return Err(libc::EFAULT);
-    }
-    // SAFETY: the caller's contract (and the memory is mapped, checked
-    // above); unaligned, as a user pointer may be.
-    Ok(unsafe { std::ptr::read_unaligned(arg.cast::<T>()) })
-}
-
-/// Writes `value` to the program's `T` at `arg`.
-///
-/// # Safety
-/// `arg` points to a writable `T`.
-unsafe fn put<T: Copy>(arg: *mut c_void, value: T) -> Result<i32, Errno> {
-    if !crate::user_mem::writable(arg as usize, std::mem::size_of::<T>()) {
-        return Err(libc::EFAULT);
-    }
-    // SAFETY: the caller's contract (the memory is mapped writable, checked above).
-    unsafe { std::ptr::write_unaligned(arg.cast::<T>(), value) };
-    Ok(0)
-}
-
 impl Device {
     fn set_mode(&mut self, requested: u32) -> Result<i32, Errno> {
         if requested & !SPI_MODE_USER_MASK != 0 {
@@ -196,11 +170,6 @@ impl Device {
         if len == 0 {
             return Ok(0);
         }
-        if (!tx.is_null() && !user_mem::readable(tx as usize, len))
-            || (!rx.is_null() && !user_mem::writable(rx as usize, len))
-        {
-            return Err(libc::EFAULT);
-        }
         let x = SpiIocTransfer {
             tx_buf: tx as u64,
             rx_buf: rx as u64,
@@ -234,9 +203,6 @@ impl NodeFile for SpidevFile {
                     let n = size / std::mem::size_of::<SpiIocTransfer>();
                     if n == 0 {
                         return Ok(0);
-                    }
-                    if arg.is_null() {
-                        return Err(libc::EFAULT);
                     }
                     d.message(arg.cast::<SpiIocTransfer>().cast_const(), n)
                 }
