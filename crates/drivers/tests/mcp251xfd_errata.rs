@@ -100,6 +100,31 @@ fn acking_peer_and_recorder(r: &Rig) -> (Generator, Recorder) {
     (peer, Recorder::attach(&r.can, 4096))
 }
 
+/// Receives frames and echoes each (id 0x078) until 50 ms pass with none
+/// or more than `limit` came: the indexes received.
+fn echo_numbered(d: &mut Mcp251xfd, limit: usize) -> Vec<u64> {
+    let mut got = Vec::new();
+    while let Ok(Some(f)) = d.recv(Some(Duration::from_millis(50))) {
+        got.push(index_of(f.data()).unwrap_or(u64::MAX));
+        let _ = d.send(&f.with_id(CanId::Standard(0x078)).unwrap());
+        if got.len() > limit {
+            break;
+        }
+    }
+    got
+}
+
+/// Starts `gen` (5 numbered frames) and echoes them: why not each was
+/// received and echoed exactly once, if not.
+fn echo_five(d: &mut Mcp251xfd, gen: &Generator, rec: &Recorder) -> Option<String> {
+    gen.start(now());
+    let got = echo_numbered(d, 10);
+    std::thread::sleep(Duration::from_millis(5));
+    exactly_once(&got, 5)
+        .map(|e| format!("received {e}"))
+        .or_else(|| exactly_once(&on_bus(&rec.records(), 0x078), 5).map(|e| format!("echoed {e}")))
+}
+
 // ---------------------------------------------------------------- wake_before_reset
 
 /// The chip is asleep (REQOP = Sleep stopped its oscillator) when the
@@ -401,14 +426,7 @@ fn scenario_write_safe_rx(w: Workarounds) -> Outcome {
     let flipper = r.flipper.clone().unwrap();
     flipper.arm(regs::c1fifocon(regs::RX_FIFO) + 1, 2, 0x01);
     gen.start(now());
-    let mut got = Vec::new();
-    while let Ok(Some(f)) = d.recv(Some(Duration::from_millis(50))) {
-        got.push(index_of(f.data()).unwrap_or(u64::MAX));
-        let _ = d.send(&f.with_id(CanId::Standard(0x078)).unwrap());
-        if got.len() > 2 * n as usize {
-            break;
-        }
-    }
+    let got = echo_numbered(&mut d, 2 * n as usize);
     assert_eq!(flipper.fired(), 1, "the fault was injected");
     Outcome::new(&r, Some(&d), exactly_once(&got, n).map(|e| format!("received {e}")))
 }
@@ -516,19 +534,7 @@ fn scenario_spi_clock(w: Workarounds) -> Outcome {
         Ok(d) => d,
         Err(e) => return Outcome::new(&r, None, Some(format!("Mcp251xfd::new: {e}"))),
     };
-    gen.start(now());
-    let mut got = Vec::new();
-    while let Ok(Some(f)) = d.recv(Some(Duration::from_millis(50))) {
-        got.push(index_of(f.data()).unwrap_or(u64::MAX));
-        let _ = d.send(&f.with_id(CanId::Standard(0x078)).unwrap());
-        if got.len() > 10 {
-            break;
-        }
-    }
-    std::thread::sleep(Duration::from_millis(5));
-    let failure = exactly_once(&got, 5)
-        .map(|e| format!("received {e}"))
-        .or_else(|| exactly_once(&on_bus(&rec.records(), 0x078), 5).map(|e| format!("echoed {e}")));
+    let failure = echo_five(&mut d, &gen, &rec);
     Outcome::new(&r, Some(&d), failure)
 }
 
@@ -561,23 +567,10 @@ fn scenario_pll(w: Workarounds) -> Outcome {
         Ok(d) => d,
         Err(e) => return Outcome::new(&r, None, Some(format!("Mcp251xfd::new: {e}"))),
     };
-    gen.start(now());
-    let mut got = Vec::new();
-    while let Ok(Some(f)) = d.recv(Some(Duration::from_millis(50))) {
-        got.push(index_of(f.data()).unwrap_or(u64::MAX));
-        let _ = d.send(&f.with_id(CanId::Standard(0x078)).unwrap());
-        if got.len() > 10 {
-            break;
-        }
-    }
-    std::thread::sleep(Duration::from_millis(5));
-    let failure = exactly_once(&got, 5)
-        .map(|e| format!("received {e}"))
-        .or_else(|| exactly_once(&on_bus(&rec.records(), 0x078), 5).map(|e| format!("echoed {e}")))
-        .or_else(|| {
-            let hz = d.spi_clock_hz();
-            (hz != 17_000_000).then(|| format!("after the PLL locked the SPI ran at {hz} Hz, not the device's 17 MHz"))
-        });
+    let failure = echo_five(&mut d, &gen, &rec).or_else(|| {
+        let hz = d.spi_clock_hz();
+        (hz != 17_000_000).then(|| format!("after the PLL locked the SPI ran at {hz} Hz, not the device's 17 MHz"))
+    });
     Outcome::new(&r, Some(&d), failure)
 }
 

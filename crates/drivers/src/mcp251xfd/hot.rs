@@ -73,26 +73,18 @@ impl std::fmt::Debug for Hot {
     }
 }
 
-fn clocked(t: OwnedTransfer, hz: u32) -> OwnedTransfer {
-    if hz == 0 {
-        t
-    } else {
-        t.speed_hz(hz)
-    }
-}
-
 fn read(addr: u16, n: usize, w: Wire) -> OwnedTransfer {
     let (h, t) = overhead(w.crc);
     let mut b = vec![0u8; h + n + t];
     encode_read(&mut b, addr, n, w.crc);
-    clocked(OwnedTransfer::duplex(b), w.hz)
+    OwnedTransfer::duplex(b).speed_hz(w.hz)
 }
 
 fn write(addr: u16, data: &[u8], w: Wire) -> OwnedTransfer {
     let (h, t) = overhead(w.crc);
     let mut b = vec![0u8; h + data.len() + t];
     encode_write(&mut b, addr, data, w.crc);
-    clocked(OwnedTransfer::write(b), w.hz)
+    OwnedTransfer::write(b).speed_hz(w.hz)
 }
 
 /// A WRITE of byte 1 of the control register at `con` (where UINC and
@@ -100,7 +92,7 @@ fn write(addr: u16, data: &[u8], w: Wire) -> OwnedTransfer {
 fn con_byte1(con: u16, bits: u32, w: Wire) -> OwnedTransfer {
     let v = (bits >> 8) as u8;
     if w.crc && w.safe {
-        clocked(OwnedTransfer::write(encode_write_safe(con + 1, v).to_vec()), w.hz)
+        OwnedTransfer::write(encode_write_safe(con + 1, v).to_vec()).speed_hz(w.hz)
     } else {
         write(con + 1, &[v], w)
     }
@@ -255,4 +247,9 @@ pub(crate) fn decode_rx(obj: &[u8]) -> (Frame, u32, usize) {
         Frame::from_raw(word_id(r0, ide), dlc, fd, r1 & OBJ_FLAGS_BRS != 0, r1 & OBJ_FLAGS_ESI != 0, rtr, &obj[12..]);
     let len = f.len();
     (f, ts, len)
+}
+
+/// The FIFO circular index (FIFOCI) of a FIFOSTA value, within `depth`.
+pub(crate) fn fifoci(sta: u32, depth: u8) -> u8 {
+    ((sta >> FIFOSTA_FIFOCI_SHIFT) & FIFOSTA_FIFOCI_MASK) as u8 % depth
 }

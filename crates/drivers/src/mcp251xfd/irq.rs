@@ -15,9 +15,6 @@ use wirespeed::time::now;
 const RARE: u32 =
     INT_RXOVIF | INT_CERRIF | INT_SERRIF | INT_IVMIF | INT_SPICRCIF | INT_MODIF | INT_TBCIF | INT_WAKIF | INT_ECCIF;
 
-/// Largest RX object (12 bytes of header and timestamp, 64 of data).
-const RX_OBJ_MAX: usize = 76;
-
 impl Mcp251xfd {
     fn rx_addr(&self) -> u16 {
         let l = &self.plan.layout;
@@ -45,7 +42,7 @@ impl Mcp251xfd {
         } else if sta & FIFOSTA_TFERFFIF != 0 {
             depth
         } else {
-            let ci = ((sta >> FIFOSTA_FIFOCI_SHIFT) & FIFOSTA_FIFOCI_MASK) as u8 % depth;
+            let ci = super::hot::fifoci(sta, depth);
             ((ci + depth - self.rx_tail) % depth).max(1)
         }
     }
@@ -200,10 +197,8 @@ impl Mcp251xfd {
             }
             self.io.read_parts(&mut parts[..n])?;
         }
-        let mut o = [0u8; RX_OBJ_MAX];
         for i in 0..k {
-            o[..obj].copy_from_slice(&self.rx_bulk[i * obj..(i + 1) * obj]);
-            let (f, mut ts, len) = decode_rx(&o[..obj]);
+            let (f, mut ts, len) = decode_rx(&self.rx_bulk[i * obj..(i + 1) * obj]);
             if check && i == k - 1 {
                 ts = u32::from_le_bytes(ts_first);
             }

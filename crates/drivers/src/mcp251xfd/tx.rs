@@ -112,7 +112,7 @@ impl Mcp251xfd {
             self.io.write_byte(C1TEFSTA, !(TEFSTA_TEFOVIF as u8))?;
         }
         let sta = self.io.read(c1fifosta(TX_FIFO))?;
-        let ci = ((sta >> FIFOSTA_FIFOCI_SHIFT) & FIFOSTA_FIFOCI_MASK) as u8 % depth;
+        let ci = super::hot::fifoci(sta, depth);
         let tail = self.tef_tail();
         let mut n = usize::from((ci + depth - tail) % depth);
         // Equal indices with every slot in flight: nothing sent yet (the

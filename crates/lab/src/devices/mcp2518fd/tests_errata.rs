@@ -1,7 +1,8 @@
 //! The [`Errata`] switches and [`ErrataHits`] counters through the backdoor.
 
+use super::regs::*;
+use super::testkit::*;
 use super::*;
-use crate::{Lab, LabConfig};
 
 #[test]
 fn every_behaviour_is_on_by_default_and_named_in_field_order() {
@@ -16,12 +17,17 @@ fn every_behaviour_is_on_by_default_and_named_in_field_order() {
 
 #[test]
 fn the_backdoor_switches_behaviours_and_counts_hits() {
-    let lab = Lab::new(LabConfig::default());
-    let dev = Mcp2518fd::new(&lab, Mcp2518fdConfig::default());
-    assert_eq!(dev.errata(), Errata::ALL);
-    assert_eq!(dev.errata_hits(), ErrataHits::default());
-    dev.set_errata(Errata::NONE);
-    assert_eq!(dev.errata(), Errata::NONE);
+    let mut t = T::with(Mcp2518fdConfig::default(), Errata::ALL);
+    t.ready();
+    assert_eq!(t.dev.errata(), Errata::ALL);
+    assert_eq!(t.dev.errata_hits(), ErrataHits::default());
+    // TBCEN = 0: TBC reads 0, whose READ_CRC the erratum hits.
+    let (on, _, _) = crc_read(&mut t, C1TBC, 4);
+    assert_eq!((on[0], t.dev.errata_hits().tbc_read_crc), (0x80, 1), "on: hit and counted");
+    // Switched off on the same device, mid-life: the true byte, no count.
+    t.dev.set_errata(Errata { tbc_read_crc: false, ..Errata::ALL });
+    let (off, got, mine) = crc_read(&mut t, C1TBC, 4);
+    assert_eq!((off[0], got, t.dev.errata_hits().tbc_read_crc), (0, mine, 1), "off: true and not counted");
     let cfg = Mcp2518fdConfig::default();
     assert_eq!((cfg.osc_startup_ns, cfg.fifoci_window_ns), (3_000_000, 10_000));
 }
