@@ -12,10 +12,15 @@ pub fn percentile(xs: &[f64], p: f64) -> f64 {
     }
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
-    let rank = (p.clamp(0.0, 100.0) / 100.0) * (v.len() - 1) as f64;
-    let lo = rank.floor() as usize;
-    let hi = rank.ceil() as usize;
-    v[lo] + (v[hi] - v[lo]) * (rank - lo as f64)
+    percentile_of_sorted(&v, p)
+}
+
+/// The `p`-th percentile (0..=100) of ascending, non-empty `sorted`, by
+/// linear interpolation between the two nearest ranks.
+pub fn percentile_of_sorted(sorted: &[f64], p: f64) -> f64 {
+    let rank = (p.clamp(0.0, 100.0) / 100.0) * (sorted.len() - 1) as f64;
+    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64)
 }
 
 /// Arithmetic mean; NaN if empty.

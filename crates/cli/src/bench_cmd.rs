@@ -560,7 +560,7 @@ fn print_report(json: bool, idle: &CpuIdle, value: serde_json::Value, table: imp
 
 /// `--plot`: a file name that is neither .svg nor .png, or whose folder does
 /// not exist, is bad input that fails before the run, not after it.
-fn check_plot_path(path: Option<&Path>) -> Result<(), CliError> {
+pub(crate) fn check_plot_path(path: Option<&Path>) -> Result<(), CliError> {
     let Some(path) = path else { return Ok(()) };
     Format::of(path).map_err(|e| CliError::Usage(e.to_string()))?;
     match path.parent() {

@@ -90,7 +90,7 @@ fn main() -> ExitCode {
         Command::List(l) => list_cmd::run(l).map_err(CliError::from),
         Command::Spi(s) => spi_cmd::run(s).map_err(CliError::from),
         Command::Flash(f) => flash_cmd::run(f).map_err(CliError::from),
-        Command::Soak(s) => soak_cmd::run(s).map_err(CliError::Runtime),
+        Command::Soak(s) => soak_cmd::run(s),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,6 +1,7 @@
 //! `wirespeed soak`: every mechanism at once on two lab buses, with faults
 //! injected, every message checked (`wirespeed_bench::soak`).
 
+use crate::cli_error::CliError;
 use crate::flash_cmd::parse_number;
 use clap::Args;
 use std::path::PathBuf;
@@ -66,8 +67,9 @@ impl SoakArgs {
     }
 }
 
-/// Runs the soak.
-pub fn run(args: SoakArgs) -> Result<(), String> {
+/// Runs the soak. A bad `--plot` name is refused before the run.
+pub fn run(args: SoakArgs) -> Result<(), CliError> {
+    crate::bench_cmd::check_plot_path(args.plot.as_deref())?;
     let run = soak::run(&args.options()).map_err(|e| e.to_string())?;
     let plotted = args.plot.as_deref().map(|path| {
         let chart = plot_of(&run);
@@ -86,10 +88,10 @@ pub fn run(args: SoakArgs) -> Result<(), String> {
         }
     }
     if let Some(Err(e)) = plotted {
-        return Err(e);
+        return Err(e.into());
     }
     if !run.report.clean() {
-        return Err("soak: an invariant failed (see the report)".into());
+        return Err(CliError::Runtime("soak: an invariant failed (see the report)".into()));
     }
     Ok(())
 }

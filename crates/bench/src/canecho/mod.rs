@@ -251,51 +251,48 @@ pub fn run(o: &CanechoOptions) -> Result<CanechoReport, String> {
     let timed_t = Traffic { id: o.id, len: o.len, gap_ns, count: o.frames, bitrate: o.bitrate, errata: o.errata };
     let load_t = Traffic { gap_ns: 0, count: o.load_frames, ..timed_t };
     let compare = o.errata && o.compare_errata;
-    let policies = [(Policy::classic(), "spiA"), (Policy::linux69(), "spiL"), (Policy::fast(), "spiC")];
-    // In `rounds` rounds, each policy's errata-on run beside its errata-off
-    // run (A B A B …), samples pooled per policy, so that drift between
-    // runs does not pass for the errata's cost.
     let rounds = o.rounds_to_run();
-    let share = |n: u64, r: u64| n / rounds + u64::from(r < n % rounds);
-    let mut timed: Vec<(Timed, Option<Timed>)> = vec![(Timed::default(), compare.then(Timed::default)); 3];
-    let mut load: Vec<(Load, Option<Load>)> = vec![(Load::default(), compare.then(Load::default)); 3];
-    for r in 0..rounds {
-        let tt = Traffic { count: share(o.frames, r), ..timed_t };
-        if tt.count == 0 {
-            continue;
+    let offset = o.echo_id_offset;
+    let [tc, tl, tf] = pooled(&timed_t, rounds, compare, |p, n, t| run::timed(p, n, t, offset), Timed::merge)?;
+    let [lc, ll, lf] = pooled(&load_t, rounds, compare, |p, n, t| run::load(p, n, t, offset), Load::merge)?;
+    let report = |timed, load| PolicyReport { timed, load };
+    let errata_off = match ((tc.1, lc.1), (tl.1, ll.1), (tf.1, lf.1)) {
+        ((Some(ct), Some(cl)), (Some(lt), Some(ll)), (Some(ft), Some(fl))) => {
+            Some(Box::new(Runs { classic: report(ct, cl), linux69: report(lt, ll), fast: report(ft, fl) }))
         }
-        for ((policy, name), (on, off)) in policies.iter().zip(timed.iter_mut()) {
-            *on = std::mem::take(on).merge(run::timed(policy.clone(), name, &tt, o.echo_id_offset)?);
-            if let Some(off) = off {
-                let t_off = run::timed(policy.clone(), name, &Traffic { errata: false, ..tt }, o.echo_id_offset)?;
-                *off = std::mem::take(off).merge(t_off);
-            }
-        }
-    }
-    for r in 0..rounds {
-        let lt = Traffic { count: share(o.load_frames, r), ..load_t };
-        if lt.count == 0 {
-            continue;
-        }
-        for ((policy, name), (on, off)) in policies.iter().zip(load.iter_mut()) {
-            *on = on.merge(run::load(policy.clone(), name, &lt, o.echo_id_offset)?);
-            if let Some(off) = off {
-                *off = off.merge(run::load(policy.clone(), name, &Traffic { errata: false, ..lt }, o.echo_id_offset)?);
-            }
-        }
-    }
-    let mut reports = timed.into_iter().zip(load).map(|((t_on, t_off), (l_on, l_off))| {
-        (PolicyReport { timed: t_on, load: l_on }, t_off.zip(l_off).map(|(timed, load)| PolicyReport { timed, load }))
-    });
-    let mut next = || reports.next().ok_or_else(|| "canecho: a policy run is missing".to_string());
-    let (classic, classic_off) = next()?;
-    let (linux69, linux69_off) = next()?;
-    let (fast, fast_off) = next()?;
-    let errata_off = match (classic_off, linux69_off, fast_off) {
-        (Some(classic), Some(linux69), Some(fast)) => Some(Box::new(Runs { classic, linux69, fast })),
         _ => None,
     };
-    Ok(CanechoReport { options: o.clone(), runs: Runs { classic, linux69, fast }, errata_off })
+    let runs = Runs { classic: report(tc.0, lc.0), linux69: report(tl.0, ll.0), fast: report(tf.0, lf.0) };
+    Ok(CanechoReport { options: o.clone(), runs, errata_off })
+}
+
+/// Runs each policy (classic, linux-6.9, fast) `rounds` times on a share
+/// of `base.count` frames, interleaved — and, with `compare`, each run
+/// followed by the same on the ideal chip (A B A B …, so that drift
+/// between runs does not pass for the errata's cost) — and pools each
+/// policy's rounds with `merge`: per policy (errata as set, ideal chip).
+fn pooled<T: Default>(
+    base: &Traffic,
+    rounds: u64,
+    compare: bool,
+    run: impl Fn(Policy, &'static str, &Traffic) -> Result<T, String>,
+    merge: impl Fn(T, T) -> T,
+) -> Result<[(T, Option<T>); 3], String> {
+    let policies = [(Policy::classic(), "spiA"), (Policy::linux69(), "spiL"), (Policy::fast(), "spiC")];
+    let mut out: [(T, Option<T>); 3] = std::array::from_fn(|_| (T::default(), compare.then(T::default)));
+    for r in 0..rounds {
+        let t = Traffic { count: base.count / rounds + u64::from(r < base.count % rounds), ..*base };
+        if t.count == 0 {
+            continue;
+        }
+        for ((policy, name), (on, off)) in policies.iter().zip(out.iter_mut()) {
+            *on = merge(std::mem::take(on), run(policy.clone(), name, &t)?);
+            if let Some(off) = off {
+                *off = merge(std::mem::take(off), run(policy.clone(), name, &Traffic { errata: false, ..t })?);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The three policies' figures on one kind of chip.

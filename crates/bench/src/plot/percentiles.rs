@@ -1,6 +1,8 @@
 //! The percentiles a chart marks (p50, p99, p99.9), computed as the benches
-//! compute theirs (`crate::stats::percentile`: linear interpolation between
-//! the two nearest ranks), from one sort.
+//! compute theirs (`crate::stats::percentile_of_sorted`: linear
+//! interpolation between the two nearest ranks), from one sort.
+
+use crate::stats::percentile_of_sorted;
 
 /// The marked percentiles of one series, in the samples' unit.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -34,14 +36,6 @@ impl Percentiles {
     }
 }
 
-/// The `p`-th percentile (0..=100) of ascending, non-empty `sorted`, by
-/// linear interpolation between the two nearest ranks.
-fn percentile_of_sorted(sorted: &[f64], p: f64) -> f64 {
-    let rank = (p.clamp(0.0, 100.0) / 100.0) * (sorted.len() - 1) as f64;
-    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,14 +59,5 @@ mod tests {
     fn one_sample_is_every_percentile_and_none_is_none() {
         assert_eq!(Percentiles::of(&[4.0]), Some(Percentiles { p50: 4.0, p99: 4.0, p999: 4.0 }));
         assert_eq!(Percentiles::of(&[]), None);
-    }
-
-    #[test]
-    fn agrees_with_the_benches_percentile() {
-        let xs = [3.5, 1.0, 9.0, 2.25, 7.0, 7.0, 100.0];
-        let p = Percentiles::of(&xs).unwrap();
-        assert!(close(p.p50, crate::stats::percentile(&xs, 50.0)));
-        assert!(close(p.p99, crate::stats::percentile(&xs, 99.0)));
-        assert!(close(p.p999, crate::stats::percentile(&xs, 99.9)));
     }
 }

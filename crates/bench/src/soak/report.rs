@@ -65,7 +65,8 @@ pub struct SoakReport {
 impl SoakReport {
     /// Whether every invariant holds: nothing lost, duplicated, reordered,
     /// corrupted, no untyped or unexpected error, every injected fault
-    /// reported once, and some injected.
+    /// reported once (whether faults were injected at all is the caller's
+    /// to judge: `faults_injected`).
     pub fn clean(&self) -> bool {
         self.lost == 0
             && self.duplicated == 0

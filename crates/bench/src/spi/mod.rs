@@ -112,18 +112,23 @@ pub struct SpiOptions {
 /// threads of the sync/async comparison together).
 const DEFAULT_WIRE_BUDGET_NS: u64 = 10_000_000_000;
 
+/// The wire time of one `size`-byte message at `hz`, ns (at least 1).
+fn wire_ns(size: usize, hz: u32) -> u64 {
+    (size as u64).saturating_mul(8_000_000_000).div_ceil(u64::from(hz.max(1))).max(1)
+}
+
 impl SpiOptions {
     /// The default messages per policy for `size`-byte messages at `hz`:
     /// 20,000, or as many as take about 10 s of wire if fewer, at least 100.
     pub fn messages_for(size: usize, hz: u32) -> u64 {
-        let wire_ns = (size as u64).saturating_mul(8_000_000_000).div_ceil(u64::from(hz.max(1))).max(1);
+        let wire_ns = wire_ns(size, hz);
         (DEFAULT_WIRE_BUDGET_NS / wire_ns).clamp(100, SpiOptions::default().msgs)
     }
 
     /// The default messages per thread of the sync/async comparison: 10,000,
     /// or as many as take about 10 s of wire for all `threads`, at least 50.
     pub fn thread_messages_for(size: usize, hz: u32, threads: usize) -> usize {
-        let wire_ns = (size as u64).saturating_mul(8_000_000_000).div_ceil(u64::from(hz.max(1))).max(1);
+        let wire_ns = wire_ns(size, hz);
         let n = DEFAULT_WIRE_BUDGET_NS / wire_ns / threads.max(1) as u64;
         (n as usize).clamp(50, SpiOptions::default().async_msgs)
     }
