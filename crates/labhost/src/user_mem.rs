@@ -20,7 +20,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Page ranges each thread remembers as probed.
-pub(crate) const REMEMBERED: usize = 8;
+pub const REMEMBERED: usize = 8;
 
 /// The lowest address a program can map (Linux's default `vm.mmap_min_addr`).
 const MIN_ADDR: usize = 64 * 1024;
