@@ -2,8 +2,10 @@
 //! run with no validation and no allocation (as the Linux driver builds its
 //! `spi_message`s once):
 //!
-//! - `status_rx`: READ of C1INT (4 bytes), READ of the RX FIFO's FIFOSTA
-//!   (4 bytes: not-empty / full flags and FIFOCI, the head index) and, in
+//! - `status_rx`: READ of C1INT's flag half (bytes 0–1: every interrupt
+//!   flag; bytes 2–3 hold the enables, which the driver wrote itself), READ
+//!   of the RX FIFO's FIFOSTA bytes 0–1 (not-empty / full / overflow flags
+//!   and FIFOCI, the head index; bytes 2–3 are reserved) and, in
 //!   a third chip-select window of the same message, a speculative READ of
 //!   the RX object at the driver's tail (header, timestamp and the first 8
 //!   data bytes). Interrupts are almost always a received frame, so one
@@ -39,6 +41,10 @@ use wirespeed::spi::{OwnedTransfer, PreparedMessage, SpiDevice};
 pub(crate) const RX_HEAD: usize = 20;
 /// Bytes of a TEF object: TE0, TE1, timestamp.
 pub(crate) const TEF_OBJ: usize = 12;
+/// Bytes of C1INT and of FIFOSTA the status read takes: the low half,
+/// where every flag and FIFOCI live (32 SPI bits fewer per interrupt than
+/// whole registers).
+const STATUS_HALF: usize = 2;
 
 /// How the hot path frames its accesses.
 #[derive(Clone, Copy, Debug)]
@@ -108,7 +114,11 @@ fn chain(v: Vec<OwnedTransfer>) -> Vec<OwnedTransfer> {
 impl Hot {
     pub(crate) fn build(dev: &SpiDevice, l: &Layout, w: Wire) -> Result<Hot, Error> {
         let p = |v: Vec<OwnedTransfer>| dev.prepare(chain(v)).map_err(|e| Error::Spi(e.into()));
-        let status_rx = p(vec![read(C1INT, 4, w), read(c1fifosta(RX_FIFO), 4, w), read(l.rx_base, RX_HEAD, w)])?;
+        let status_rx = p(vec![
+            read(C1INT, STATUS_HALF, w),
+            read(c1fifosta(RX_FIFO), STATUS_HALF, w),
+            read(l.rx_base, RX_HEAD, w),
+        ])?;
         let rx_uinc_t = || con_byte1(c1fifocon(RX_FIFO), FIFOCON_UINC, w);
         let tef_uinc_t = || con_byte1(C1TEFCON, TEFCON_UINC, w);
         let tx_req_t = || con_byte1(c1fifocon(TX_FIFO), FIFOCON_UINC | FIFOCON_TXREQ, w);
@@ -157,15 +167,15 @@ impl Hot {
         }
     }
 
-    /// C1INT, the RX FIFO's FIFOSTA and the RX object bytes of the last
+    /// C1INT's flags, the RX FIFO's FIFOSTA (low halves) and the RX object bytes of the last
     /// `status_rx` run.
     pub(crate) fn status(&self, rx_addr: u16) -> Result<(u32, u32, &[u8]), Error> {
-        let word = |i: usize, addr: u16| -> Result<u32, Error> {
+        let half = |i: usize, addr: u16| -> Result<u32, Error> {
             let s = check_read(self.status_rx.rx(i).unwrap_or(&[]), addr, self.crc)?;
-            Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+            Ok(u32::from(u16::from_le_bytes([s[0], s[1]])))
         };
-        let int = word(0, C1INT)?;
-        let sta = word(1, c1fifosta(RX_FIFO))?;
+        let int = half(0, C1INT)?;
+        let sta = half(1, c1fifosta(RX_FIFO))?;
         let obj = check_read(self.status_rx.rx(2).unwrap_or(&[]), rx_addr, self.crc)?;
         Ok((int, sta, obj))
     }
