@@ -51,8 +51,12 @@ struct Sent {
     at: Instant,
 }
 
-/// A callback message handed back by its callback.
+/// A callback message handed back by its callback, with the device and
+/// the send it belongs to (a late one from an earlier batch settles as
+/// itself, not as a message of the batch that finds it).
 struct Done {
+    device: usize,
+    sent: Sent,
     msg: PreparedMessage,
     result: Result<(), SpiError>,
     at: Instant,
@@ -78,7 +82,6 @@ pub struct Worker<'a> {
     rng: Rng,
     pools: Vec<Vec<PreparedMessage>>,
     pending: Vec<(Sent, Pending)>,
-    callback_sent: Vec<Sent>,
     done_tx: Sender<Done>,
     done_rx: Receiver<Done>,
     latency: LatencyHistogram,
@@ -100,7 +103,6 @@ impl<'a> Worker<'a> {
             rng: Rng::new(seed ^ (id as u64).wrapping_mul(0x9E37_79B9)),
             pools: shared.rig.devices.iter().map(|_| Vec::new()).collect(),
             pending: Vec::with_capacity(MAX_BATCH as usize),
-            callback_sent: Vec::with_capacity(MAX_BATCH as usize),
             done_tx,
             done_rx,
             latency: LatencyHistogram::default(),
@@ -134,7 +136,6 @@ impl<'a> Worker<'a> {
                 self.shared.checker.tally.untyped_errors.fetch_add(1, Relaxed);
                 // Async messages of the op may be anywhere: start afresh.
                 self.pending.clear();
-                self.callback_sent.clear();
             }
         }
         self.latency
@@ -253,31 +254,26 @@ impl<'a> Worker<'a> {
     fn callback_batch(&mut self, device: usize, count: u64) {
         let rig = self.shared.rig;
         let d = &rig.devices[device];
-        self.callback_sent.clear();
+        let mut submitted = 0;
         for _ in 0..count {
             let Some(mut msg) = self.take_message(device) else { break };
             let sent = self.start_message(device, &mut msg);
-            self.callback_sent.push(sent);
+            submitted += 1;
             let (tx, ledger, bus) = (self.done_tx.clone(), Arc::clone(self.shared.ledger), d.bus);
             d.dev.submit_with(msg, move |msg, result| {
                 if ledger.take_pump_stall(bus) {
                     std::thread::sleep(PUMP_STALL);
                 }
-                let _ = tx.send(Done { msg, result, at: now() });
+                let _ = tx.send(Done { device, sent, msg, result, at: now() });
             });
         }
-        for _ in 0..self.callback_sent.len() {
-            let Ok(mut done) = self.done_rx.recv_timeout(WAIT_LIMIT) else { break };
-            let seq = done.msg.tx_mut(0).and_then(|t| frame::seq_of(t));
-            let sent = self.callback_sent.iter().copied().find(|s| Some(s.seq) == seq);
-            // A message from an earlier batch that came back late is settled too.
-            let sent = sent.unwrap_or(Sent {
-                seq: seq.unwrap_or(u32::MAX),
-                epoch: self.shared.ledger.stuck_epoch(device),
-                at: done.at,
-            });
-            self.finish(device, sent, done.result, done.msg.rx(0), done.at);
-            self.pools[device].push(done.msg);
+        // As many completions as were submitted: a late one from an earlier
+        // batch may be among them, and then one of this batch is settled by
+        // the next batch; each settles as the message it is.
+        for _ in 0..submitted {
+            let Ok(done) = self.done_rx.recv_timeout(WAIT_LIMIT) else { break };
+            self.finish(done.device, done.sent, done.result, done.msg.rx(0), done.at);
+            self.pools[done.device].push(done.msg);
         }
     }
 
