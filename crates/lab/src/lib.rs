@@ -46,5 +46,5 @@ pub mod trace;
 pub use irq::IrqLine;
 pub use lab::{Lab, LabConfig};
 pub use pin::{Pin, PinSink};
-pub use scheduler::{Scheduler, SchedulerWatch, TimerId};
+pub use scheduler::{Scheduler, SchedulerWatch, TimerId, WakeCost};
 pub use start_error::LabStartError;

@@ -11,6 +11,7 @@ use wirespeed_drivers::mcp251xfd::{Config, Mcp251xfd};
 use wirespeed_lab::can::tools::pair_echoes;
 use wirespeed_lab::can::INTERMISSION_BITS;
 use wirespeed_lab::trace::{cs_windows, TraceEvent};
+use wirespeed_lab::WakeCost;
 use wirespeed_time::{now, Instant};
 
 /// What the echo thread reports.
@@ -27,6 +28,9 @@ pub struct EchoOutcome {
     pub rx_dropped: u64,
     /// How many times one of the driver's erratum workarounds fired.
     pub errata_recovered: u64,
+    /// What waking the lab's interrupt thread cost the echo thread (part
+    /// of `thread_cpu_ns`: the emulation's cost, not the stack's).
+    pub lab_wakes: WakeCost,
 }
 
 /// The echo id: one below the request's (above for id 0), so that at full
@@ -52,6 +56,7 @@ fn echo_thread(
     gen_done: impl Fn() -> bool,
 ) -> Result<EchoOutcome, String> {
     let cpu0 = thread_cpu_ns();
+    let wake0 = WakeCost::of_this_thread();
     let mut out = EchoOutcome::default();
     let echo = CanId::Standard(id);
     while out.echoed < count {
@@ -67,6 +72,7 @@ fn echo_thread(
         }
     }
     out.thread_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+    out.lab_wakes = WakeCost::of_this_thread().since(wake0);
     // The pump's share stops here too: what follows (collecting the last
     // completions) is outside the measurement for both threads.
     out.pump_cpu_ns_at_end = named_thread_cpu_ns(pump);
@@ -354,6 +360,10 @@ pub fn timed(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) 
 pub struct Load {
     pub elapsed_ns: u64,
     pub echo_thread_cpu_ns: u64,
+    /// The part of `echo_thread_cpu_ns` spent waking the lab's interrupt
+    /// thread, and how many wake-ups.
+    pub echo_lab_wake_ns: u64,
+    pub echo_lab_wakes: u64,
     pub pump_thread_cpu_ns: u64,
     pub process_cpu_ns: u64,
     pub frames_sent: u64,
@@ -384,6 +394,8 @@ impl Load {
         Load {
             elapsed_ns: self.elapsed_ns + o.elapsed_ns,
             echo_thread_cpu_ns: self.echo_thread_cpu_ns + o.echo_thread_cpu_ns,
+            echo_lab_wake_ns: self.echo_lab_wake_ns + o.echo_lab_wake_ns,
+            echo_lab_wakes: self.echo_lab_wakes + o.echo_lab_wakes,
             pump_thread_cpu_ns: self.pump_thread_cpu_ns + o.pump_thread_cpu_ns,
             process_cpu_ns: self.process_cpu_ns + o.process_cpu_ns,
             frames_sent: self.frames_sent + o.frames_sent,
@@ -418,6 +430,8 @@ pub fn load(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) -
         elapsed_ns,
         host_steal_pct: steal0.zip(HostSteal::now()).map(|(a, b)| b.pct_since(a, elapsed_ns)),
         echo_thread_cpu_ns: out.thread_cpu_ns,
+        echo_lab_wake_ns: out.lab_wakes.ns,
+        echo_lab_wakes: out.lab_wakes.wakes,
         pump_thread_cpu_ns: pump_cpu,
         process_cpu_ns: u.cpu_ns,
         frames_sent: rig.gen.frames_sent(),

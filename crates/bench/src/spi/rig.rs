@@ -11,6 +11,7 @@ use wirespeed_time::now;
 
 use crate::stats::median;
 use crate::usage::ProcessUsage;
+use wirespeed_lab::WakeCost;
 
 /// One bus run with one policy on its target (a lab of its own by default).
 #[derive(Debug)]
@@ -46,6 +47,8 @@ pub struct Round {
     pub msgs: u64,
     pub elapsed_ns: u64,
     pub usage: ProcessUsage,
+    /// What waking the lab's interrupt thread cost the sending thread.
+    pub lab_wakes: WakeCost,
     pub pump_wakeups: u64,
     pub pump_kicks: u64,
     pub pump_timer_wakeups: u64,
@@ -68,6 +71,7 @@ pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedM
     let kicks0 = rig.bus.pump_kicks();
     let timer0 = rig.bus.pump_timer_wakeups();
     let u0 = ProcessUsage::now();
+    let lab0 = WakeCost::of_this_thread();
     let t0 = now();
     for _ in 0..msgs {
         match style {
@@ -81,6 +85,7 @@ pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedM
         msgs,
         elapsed_ns,
         usage: ProcessUsage::now().since(u0),
+        lab_wakes: WakeCost::of_this_thread().since(lab0),
         pump_wakeups: rig.bus.pump_wakeups() - wake0,
         pump_kicks: rig.bus.pump_kicks() - kicks0,
         pump_timer_wakeups: rig.bus.pump_timer_wakeups() - timer0,
