@@ -205,10 +205,7 @@ fn report_of(
         .iter()
         .map(|&k| FaultCount { kind: k.name(), injected: ledger.injected(k), reported: ledger.reported(k) })
         .collect();
-    let rss_growth_kib = match (rss_base, rss_end) {
-        (Some(a), Some(b)) => b as i64 - a as i64,
-        _ => 0,
-    };
+    let rss_growth_kib = rss_base.zip(rss_end).map(|(a, b)| b as i64 - a as i64);
     SoakReport {
         threads: options.threads,
         messages: get(&t.messages),

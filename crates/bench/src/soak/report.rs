@@ -56,8 +56,9 @@ pub struct SoakReport {
     pub flash_verified: u64,
     /// Latency of successful SPI messages.
     pub latency_us: LatencySummary,
-    /// Resident memory growth from after warm-up to the end, in KiB.
-    pub rss_growth_kib: i64,
+    /// Resident memory growth from after warm-up to the end, in KiB; `None`
+    /// (null in JSON) when `/proc` gave no reading.
+    pub rss_growth_kib: Option<i64>,
     /// Wall time of the run.
     pub elapsed_s: f64,
 }
@@ -147,7 +148,7 @@ impl SoakReport {
             "latency p50 / p99 / p99.9 / max (µs)",
             format!("{:.1} / {:.1} / {:.1} / {:.1}", l.p50_us, l.p99_us, l.p999_us, l.max_us),
         );
-        row("rss growth (KiB)", self.rss_growth_kib.to_string());
+        row("rss growth (KiB)", self.rss_growth_kib.map_or_else(|| "not measured".to_owned(), |k| k.to_string()));
         row("elapsed (s)", format!("{:.2}", self.elapsed_s));
         let verdict = if self.clean() { "clean" } else { "FAILED" };
         format!("{}verdict: {verdict}\n", t.render())
