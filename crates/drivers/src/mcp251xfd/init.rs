@@ -28,37 +28,44 @@ pub(super) struct Probe {
     pub woke: bool,
 }
 
-/// Polls OSC until OSCRDY (every 100 µs: the lab's and the silicon's
-/// oscillator needs ~3 ms), up to `osc_timeout`.
-fn wait_osc(io: &mut RegIo, cfg: &Config) -> Result<u32, Error> {
+/// Polls OSC every `pause` until all of `ready` are set, up to
+/// `osc_timeout`; `late` makes the error from the last OSC and the wait.
+fn poll_osc(
+    io: &mut RegIo,
+    cfg: &Config,
+    ready: u32,
+    pause: Duration,
+    late: fn(u32, u64) -> Error,
+) -> Result<u32, Error> {
     let t0 = now();
     loop {
         let osc = io.read(OSC)?;
-        if osc & OSC_OSCRDY != 0 {
+        if osc & ready == ready {
             return Ok(osc);
         }
         if now().ns_since(t0) > ns(cfg.osc_timeout) {
-            return Err(Error::OscillatorNotReady { osc, waited_us: elapsed_us(t0) });
+            return Err(late(osc, elapsed_us(t0)));
         }
-        std::thread::sleep(Duration::from_micros(100));
+        std::thread::sleep(pause);
     }
+}
+
+/// Polls OSC until OSCRDY (every 100 µs: the lab's and the silicon's
+/// oscillator needs ~3 ms), up to `osc_timeout`.
+fn wait_osc(io: &mut RegIo, cfg: &Config) -> Result<u32, Error> {
+    poll_osc(io, cfg, OSC_OSCRDY, Duration::from_micros(100), |osc, waited_us| Error::OscillatorNotReady {
+        osc,
+        waited_us,
+    })
 }
 
 /// Turns the PLL on (SYSCLK = 10 × the clock) and waits for OSC.PLLRDY
 /// with OSCRDY, up to `osc_timeout` (Linux: mcp251xfd_chip_clock_init()).
 fn lock_pll(io: &mut RegIo, cfg: &Config) -> Result<(), Error> {
     io.write(OSC, OSC_CLKODIV_10 | OSC_PLLEN)?;
-    let t0 = now();
-    loop {
-        let osc = io.read(OSC)?;
-        if osc & (OSC_PLLRDY | OSC_OSCRDY) == OSC_PLLRDY | OSC_OSCRDY {
-            return Ok(());
-        }
-        if now().ns_since(t0) > ns(cfg.osc_timeout) {
-            return Err(Error::PllNotLocked { osc, waited_us: elapsed_us(t0) });
-        }
-        std::thread::sleep(Duration::from_micros(20));
-    }
+    let ready = OSC_PLLRDY | OSC_OSCRDY;
+    poll_osc(io, cfg, ready, Duration::from_micros(20), |osc, waited_us| Error::PllNotLocked { osc, waited_us })?;
+    Ok(())
 }
 
 /// Writes REQOP and waits up to `mode_timeout` for OPMOD to follow.
