@@ -77,6 +77,7 @@ mod loom_model;
 mod message;
 mod mode_flags;
 mod plan;
+#[cfg(feature = "lab")]
 pub(crate) use plan::word_bytes;
 mod policy;
 mod prepared;
