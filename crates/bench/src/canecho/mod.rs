@@ -55,8 +55,8 @@
 //!   `lab_wake_cpu_pct`, `lab_wakes_per_echo`, and
 //!   `irq_thread_cpu_pct_without_lab_wakes`; `cpu_ratio` and
 //!   `cpu_ratio_vs_linux69` compare the CPU without it (as measured, with
-//!   it: `*_with_lab_wakes`). Beside them, `load_host_steal_pct`: the CPU time a hypervisor took from this machine
-//!   during the run (`/proc/stat`). The lab's bus runs in real time while a
+//!   it: `*_with_lab_wakes`). Beside them, `load_host_steal_pct`: the CPU
+//!   time a hypervisor took from this machine during the run (`/proc/stat`). The lab's bus runs in real time while a
 //!   stolen CPU stands still, so frames lost under load follow steal.
 //!
 //! **The chip as the silicon is.** The MCP2518FD model runs with its errata
@@ -324,27 +324,29 @@ pub struct Runs {
 }
 
 impl Runs {
-    fn gap_ratio(&self) -> f64 {
+    /// Median gap, fast / classic.
+    pub fn gap_ratio(&self) -> f64 {
         self.fast.median_gap() / self.classic.median_gap()
     }
     /// IRQ-path CPU, fast / classic, each without its lab wake-ups (the
     /// emulation's cost, not the stack's).
-    fn cpu_ratio(&self) -> f64 {
+    pub fn cpu_ratio(&self) -> f64 {
         self.fast.irq_cpu_pct_without_lab_wakes() / self.classic.irq_cpu_pct_without_lab_wakes()
     }
-    fn gap_ratio_vs_linux69(&self) -> f64 {
+    /// Median gap, fast / linux-6.9.
+    pub fn gap_ratio_vs_linux69(&self) -> f64 {
         self.fast.median_gap() / self.linux69.median_gap()
     }
     /// IRQ-path CPU, fast / linux-6.9, each without its lab wake-ups.
-    fn cpu_ratio_vs_linux69(&self) -> f64 {
+    pub fn cpu_ratio_vs_linux69(&self) -> f64 {
         self.fast.irq_cpu_pct_without_lab_wakes() / self.linux69.irq_cpu_pct_without_lab_wakes()
     }
     /// [`cpu_ratio`](Self::cpu_ratio) as measured, lab wake-ups included.
-    fn cpu_ratio_with_lab_wakes(&self) -> f64 {
+    pub fn cpu_ratio_with_lab_wakes(&self) -> f64 {
         self.fast.irq_cpu_pct() / self.classic.irq_cpu_pct()
     }
     /// [`cpu_ratio_vs_linux69`](Self::cpu_ratio_vs_linux69) as measured, lab wake-ups included.
-    fn cpu_ratio_vs_linux69_with_lab_wakes(&self) -> f64 {
+    pub fn cpu_ratio_vs_linux69_with_lab_wakes(&self) -> f64 {
         self.fast.irq_cpu_pct() / self.linux69.irq_cpu_pct()
     }
 }
@@ -355,22 +357,6 @@ fn change_pct(x: f64, base: f64) -> f64 {
 }
 
 impl CanechoReport {
-    /// Median gap, fast / classic.
-    pub fn gap_ratio(&self) -> f64 {
-        self.runs.gap_ratio()
-    }
-    /// IRQ-path CPU, fast / classic, without the lab's wake-ups.
-    pub fn cpu_ratio(&self) -> f64 {
-        self.runs.cpu_ratio()
-    }
-    /// Median gap, fast / linux-6.9.
-    pub fn gap_ratio_vs_linux69(&self) -> f64 {
-        self.runs.gap_ratio_vs_linux69()
-    }
-    /// IRQ-path CPU, fast / linux-6.9, without the lab's wake-ups.
-    pub fn cpu_ratio_vs_linux69(&self) -> f64 {
-        self.runs.cpu_ratio_vs_linux69()
-    }
     /// The lowest gap ratio against linux-6.9 any implementation could
     /// reach on this lab: the physical limit over linux-6.9's median gap.
     pub fn gap_ratio_vs_linux69_bound(&self) -> f64 {
