@@ -43,12 +43,6 @@ pub fn fill(frame: &mut [u8], device: u8, worker: u8, seq: u32) {
     frame[n - CHECKSUM_BYTES..].copy_from_slice(&sum.to_le_bytes());
 }
 
-/// The sequence number a frame carries, if it is long enough to carry one.
-pub fn seq_of(frame: &[u8]) -> Option<u32> {
-    let b = frame.get(2..HEADER_BYTES)?;
-    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-}
-
 /// Whether `rx` is the intact echo of `tx`: equal bytes and a valid checksum.
 pub fn intact_echo(tx: &[u8], rx: &[u8]) -> bool {
     let n = rx.len();
@@ -62,6 +56,12 @@ pub fn intact_echo(tx: &[u8], rx: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sequence number a frame carries, if it is long enough to carry one.
+    fn seq_of(frame: &[u8]) -> Option<u32> {
+        let b = frame.get(2..HEADER_BYTES)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
 
     #[test]
     fn an_echo_is_intact_and_any_flipped_bit_is_not() {

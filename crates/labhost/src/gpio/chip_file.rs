@@ -4,9 +4,9 @@
 
 use super::lines::ChipState;
 use super::records::{encode_plain, Records, RemovalGuard, WhenFull};
-use super::requested::{get, put};
 use super::{convert, event_v1, handle_v1, line_request};
 use crate::node::{Errno, FdInstaller, NodeFile};
+use crate::user_mem::{get, put};
 use std::ffi::c_void;
 use std::fmt;
 use std::os::fd::BorrowedFd;

@@ -6,8 +6,9 @@
 use super::convert::{self, LineConfig, EDGE_FLAGS};
 use super::lines::ChipState;
 use super::records::{Records, RemovalGuard, WhenFull};
-use super::requested::{put, Held, HeldLine};
+use super::requested::{Held, HeldLine};
 use crate::node::{Errno, FdInstaller, NodeFile};
+use crate::user_mem::put;
 use std::ffi::c_void;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;

@@ -4,9 +4,10 @@
 
 use super::convert::{self, LineConfig};
 use super::lines::ChipState;
-use super::requested::{get, put, Held};
+use super::requested::Held;
 use crate::node::{Errno, FdInstaller, NodeFile};
 use crate::ready::never_ready;
+use crate::user_mem::{get, put};
 use std::ffi::c_void;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;

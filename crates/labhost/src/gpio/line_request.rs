@@ -5,8 +5,9 @@
 use super::convert::{self, LineConfig, EDGE_FLAGS};
 use super::lines::ChipState;
 use super::records::{encode_plain, Records, RemovalGuard, WhenFull};
-use super::requested::{get, put, Held, HeldLine};
+use super::requested::{Held, HeldLine};
 use crate::node::{Errno, FdInstaller, NodeFile};
+use crate::user_mem::{get, put};
 use std::ffi::c_void;
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU32, Ordering};

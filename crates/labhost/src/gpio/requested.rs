@@ -5,7 +5,6 @@
 use super::convert::{lab_setup, LineConfig};
 use super::lines::{errno, ChipState, Claim};
 use crate::node::Errno;
-pub(crate) use crate::user_mem::{get, put};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use wirespeed::linux::gpio_cdev::uapi::*;
