@@ -10,6 +10,7 @@ use wirespeed_drivers::can::CanId;
 use wirespeed_drivers::mcp251xfd::{Config, Mcp251xfd};
 use wirespeed_lab::can::tools::pair_echoes;
 use wirespeed_lab::can::INTERMISSION_BITS;
+use wirespeed_lab::spi::{Clocked, SpiController};
 use wirespeed_lab::trace::{cs_windows, TraceEvent};
 use wirespeed_lab::WakeCost;
 use wirespeed_time::{now, Instant};
@@ -31,6 +32,8 @@ pub struct EchoOutcome {
     /// What waking the lab's interrupt thread cost the echo thread (part
     /// of `thread_cpu_ns`: the emulation's cost, not the stack's).
     pub lab_wakes: WakeCost,
+    /// What the SPI block clocked while the echo loop ran.
+    pub clocked: Clocked,
 }
 
 /// The echo id: one below the request's (above for id 0), so that at full
@@ -53,10 +56,12 @@ fn echo_thread(
     count: u64,
     id: u16,
     pump: &str,
+    block: &SpiController,
     gen_done: impl Fn() -> bool,
 ) -> Result<EchoOutcome, String> {
     let cpu0 = thread_cpu_ns();
     let wake0 = WakeCost::of_this_thread();
+    let clocked0 = block.clocked();
     let mut out = EchoOutcome::default();
     let echo = CanId::Standard(id);
     while out.echoed < count {
@@ -73,6 +78,7 @@ fn echo_thread(
     }
     out.thread_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
     out.lab_wakes = WakeCost::of_this_thread().since(wake0);
+    out.clocked = block.clocked().since(clocked0);
     // The pump's share stops here too: what follows (collecting the last
     // completions) is outside the measurement for both threads.
     out.pump_cpu_ns_at_end = named_thread_cpu_ns(pump);
@@ -101,9 +107,10 @@ fn spawn_echo(
     let int = rig.int.take().ok_or("INT line already taken")?;
     let d = Mcp251xfd::new(rig.spi.clone(), int, super::rig::INT_LINE, cfg).map_err(|e| e.to_string())?;
     let gen = rig.gen.clone();
+    let block = rig.block.clone();
     std::thread::Builder::new()
         .name("canecho".into())
-        .spawn(move || echo_thread(d, count, id, &pump, move || gen.is_done()))
+        .spawn(move || echo_thread(d, count, id, &pump, &block, move || gen.is_done()))
         .map_err(|e| e.to_string())
 }
 
@@ -364,6 +371,9 @@ pub struct Load {
     /// thread, and how many wake-ups.
     pub echo_lab_wake_ns: u64,
     pub echo_lab_wakes: u64,
+    /// What the SPI block clocked during the run (the driver's transfers,
+    /// whichever thread ran them).
+    pub spi_clocked: Clocked,
     pub pump_thread_cpu_ns: u64,
     pub process_cpu_ns: u64,
     pub frames_sent: u64,
@@ -396,6 +406,7 @@ impl Load {
             echo_thread_cpu_ns: self.echo_thread_cpu_ns + o.echo_thread_cpu_ns,
             echo_lab_wake_ns: self.echo_lab_wake_ns + o.echo_lab_wake_ns,
             echo_lab_wakes: self.echo_lab_wakes + o.echo_lab_wakes,
+            spi_clocked: self.spi_clocked + o.spi_clocked,
             pump_thread_cpu_ns: self.pump_thread_cpu_ns + o.pump_thread_cpu_ns,
             process_cpu_ns: self.process_cpu_ns + o.process_cpu_ns,
             frames_sent: self.frames_sent + o.frames_sent,
@@ -432,6 +443,7 @@ pub fn load(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) -
         echo_thread_cpu_ns: out.thread_cpu_ns,
         echo_lab_wake_ns: out.lab_wakes.ns,
         echo_lab_wakes: out.lab_wakes.wakes,
+        spi_clocked: out.clocked,
         pump_thread_cpu_ns: pump_cpu,
         process_cpu_ns: u.cpu_ns,
         frames_sent: rig.gen.frames_sent(),

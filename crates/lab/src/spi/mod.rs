@@ -30,6 +30,7 @@ use crate::trace::Trace;
 pub use config::{NoSuchChipSelect, SpiConfigError, SpiControllerConfig};
 pub use dma::DmaDescriptor;
 pub use faults::InjectedFaults;
+pub use model::Clocked;
 use model::Model;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -250,6 +251,15 @@ impl SpiController {
     /// Backdoor: whether the block is powered and ready now.
     pub fn is_ready(&self) -> bool {
         self.lock().read(regs::STATUS) & regs::STATUS_READY != 0
+    }
+
+    /// Backdoor: the words clocked since creation and their wire time
+    /// (up to now: words still shifting are not counted yet).
+    pub fn clocked(&self) -> Clocked {
+        update(&self.shared, |m| {
+            m.advance(now());
+            m.clocked
+        })
     }
 
     /// Backdoor: number of power-ups since creation (idle teardown undone).

@@ -37,6 +37,36 @@ struct InFlight {
     end: Instant,
 }
 
+/// The words the block has clocked since it was created, and their wire
+/// time: what a logic analyser on SCLK would add up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Clocked {
+    /// Words shifted (FIFO and DMA).
+    pub words: u64,
+    /// Their bits.
+    pub bits: u64,
+    /// Their wire time, ns (each word's first bit to its last).
+    pub wire_ns: u64,
+}
+
+impl std::ops::Add for Clocked {
+    type Output = Clocked;
+    fn add(self, o: Clocked) -> Clocked {
+        Clocked { words: self.words + o.words, bits: self.bits + o.bits, wire_ns: self.wire_ns + o.wire_ns }
+    }
+}
+
+impl Clocked {
+    /// What was clocked between `earlier` and `self`.
+    pub fn since(self, earlier: Clocked) -> Clocked {
+        Clocked {
+            words: self.words - earlier.words,
+            bits: self.bits - earlier.bits,
+            wire_ns: self.wire_ns - earlier.wire_ns,
+        }
+    }
+}
+
 struct External {
     device: Box<dyn SpiDeviceModel>,
     selected: bool,
@@ -70,6 +100,7 @@ pub(super) struct Model {
     external: Vec<External>,
     pub(super) trace: Recorder,
     pub(super) power_ups: u64,
+    pub(super) clocked: Clocked,
     pub(super) dma: DmaEngine,
     pub(super) faults: InjectedFaults,
     /// When the pending interrupt check runs (a check that finds the
@@ -110,9 +141,13 @@ fn shift_word(
     devices: &mut [Option<Box<dyn SpiDeviceModel>>],
     external: &mut [External],
     trace: &mut Recorder,
+    clocked: &mut Clocked,
     f: &InFlight,
     bits: u8,
 ) -> u32 {
+    clocked.words += 1;
+    clocked.bits += u64::from(bits);
+    clocked.wire_ns += f.end.ns_since(f.start);
     let native = cs & CS_ASSERT != 0;
     let line = (cs & CS_LINE_MASK) as usize;
     let mut miso = u32::MAX >> (32 - u32::from(bits));
@@ -164,6 +199,7 @@ impl Model {
             external: Vec::new(),
             trace: Recorder::default(),
             power_ups: 0,
+            clocked: Clocked::default(),
             dma: DmaEngine::new(),
             faults: InjectedFaults::default(),
             check_at: None,
@@ -211,7 +247,15 @@ impl Model {
                     break;
                 }
                 let f = self.inflight.pop_front().expect("front exists");
-                let miso = shift_word(self.cs, &mut self.devices, &mut self.external, &mut self.trace, &f, b.bits);
+                let miso = shift_word(
+                    self.cs,
+                    &mut self.devices,
+                    &mut self.external,
+                    &mut self.trace,
+                    &mut self.clocked,
+                    &f,
+                    b.bits,
+                );
                 self.rx.push_back(miso);
                 b.done += 1;
                 if b.done == b.len {
@@ -247,7 +291,15 @@ impl Model {
             match self.dma.step(t) {
                 Step::Word { mosi, bits, start, end } => {
                     let f = InFlight { mosi, start, end };
-                    let miso = shift_word(self.cs, &mut self.devices, &mut self.external, &mut self.trace, &f, bits);
+                    let miso = shift_word(
+                        self.cs,
+                        &mut self.devices,
+                        &mut self.external,
+                        &mut self.trace,
+                        &mut self.clocked,
+                        &f,
+                        bits,
+                    );
                     if self.dma.finish_word(miso) {
                         self.done_flag = true;
                     }

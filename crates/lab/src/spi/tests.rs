@@ -85,6 +85,34 @@ fn a_word_lasts_its_bits_over_sclk_exactly_whatever_the_divider() {
     }
 }
 #[test]
+fn the_clocked_totals_add_up_every_word_that_shifted_and_only_those() {
+    let (_lab, block) = block();
+    let before = block.clocked();
+    // Two bursts: 3 words of 8 bits at 200 MHz / 3 (120 ns each), then 2
+    // of 16 bits at / 7 (560 ns each).
+    for (div, bits, words) in [(3u32, 8u32, 3u32), (7, 16, 2)] {
+        block.write(CTRL, CTRL_EN | ((bits - 1) << CTRL_BPW_SHIFT));
+        block.write(CLKDIV, div);
+        block.write(XFERLEN, words);
+        block.write_fifo(&vec![0x5A; words as usize]);
+        block.write(START, START_GO);
+        assert_ne!(wait_done(&block) & STATUS_DONE, 0);
+        for _ in 0..words {
+            block.read(RXDATA);
+        }
+    }
+    let c = block.clocked().since(before);
+    assert_eq!(c, Clocked { words: 5, bits: 3 * 8 + 2 * 16, wire_ns: 3 * 120 + 2 * 560 });
+    // A burst that has not shifted yet adds nothing.
+    block.write(CLKDIV, u32::MAX);
+    block.write(XFERLEN, 1);
+    block.write(TXDATA, 1);
+    block.write(START, START_GO);
+    assert_eq!(block.clocked().since(before), c);
+    block.write(RESET, 1);
+}
+
+#[test]
 fn a_huge_rx_threshold_is_a_threshold_never_reached_not_an_overflow() {
     let (_lab, block) = block_with(LabConfig { instant_wire: true, ..LabConfig::default() }, Default::default());
     block.write(RXTHR, u32::MAX);
