@@ -4,6 +4,7 @@
 
 use super::errata::{EccFault, Errata, ErrataHits};
 use super::fifo::Fifo;
+use super::pin_out::{lock, PinLatch};
 use super::regs::*;
 use super::spi::SpiState;
 use super::{Mcp2518fdConfig, Mode, Stats};
@@ -37,6 +38,7 @@ pub(super) struct Pending {
     pub(super) ev: Event,
 }
 
+#[derive(Clone)]
 pub(super) struct Pins {
     pub int: Pin,
     pub int0: Pin,
@@ -47,7 +49,7 @@ pub(super) struct Core {
     pub(super) cfg: Mcp2518fdConfig,
     pub(super) stats: Stats,
     pub(super) spi: SpiState,
-    pub(super) pins: Pins,
+    pub(super) pin_latch: PinLatch,
     pub(super) bus: Option<(WeakBus, NodeId)>,
     pub(super) counters: ErrorCounters,
     /// FIFOs with an interrupt enable set in FIFOCON (bit m: FIFO m): the
@@ -131,7 +133,7 @@ impl Core {
             cfg,
             stats: Stats::default(),
             spi: SpiState::default(),
-            pins,
+            pin_latch: PinLatch::new(pins),
             bus: None,
             counters: ErrorCounters::default(),
             ie_fifos: 0,
@@ -298,7 +300,7 @@ impl Core {
         let weak = self.weak.clone();
         self.scheduler.schedule(at, move |_| {
             if let Some(core) = weak.upgrade() {
-                core.lock().unwrap_or_else(|e| e.into_inner()).advance(at);
+                lock(&core).advance(at);
             }
         })
     }

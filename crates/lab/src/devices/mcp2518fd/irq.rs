@@ -1,6 +1,7 @@
 //! Interrupt flags derived from FIFO/TEF state, C1VEC, and the INT pins.
 
 use super::core::Core;
+use super::pin_out::PinId;
 use super::regs::*;
 use super::Mode;
 use wirespeed_time::Instant;
@@ -174,7 +175,7 @@ impl Core {
     pub(super) fn update_pins(&mut self, at: Instant) {
         let flags = self.int_flag_bits();
         let en = self.int_en >> 16;
-        self.pins.int.set(flags & en == 0, at);
+        self.pin_latch.drive(PinId::Int, flags & en == 0, at);
         let gpio = |pm: u32, tris: u32, lat: u32, active: bool| {
             if self.iocon & pm == 0 {
                 !active
@@ -186,7 +187,7 @@ impl Core {
         };
         let int0 = gpio(IOCON_PM0, IOCON_TRIS0, IOCON_LAT0, flags & en & INT_TXIF != 0);
         let int1 = gpio(IOCON_PM1, IOCON_TRIS1, IOCON_LAT1, flags & en & INT_RXIF != 0);
-        self.pins.int0.set(int0, at);
-        self.pins.int1.set(int1, at);
+        self.pin_latch.drive(PinId::Int0, int0, at);
+        self.pin_latch.drive(PinId::Int1, int1, at);
     }
 }

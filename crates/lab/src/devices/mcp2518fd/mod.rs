@@ -82,6 +82,7 @@ mod errata;
 mod fifo;
 mod irq;
 mod mab;
+mod pin_out;
 mod quirks;
 mod registers;
 pub mod regs;
@@ -123,7 +124,8 @@ use crate::can::{
 use crate::lab::Lab;
 use crate::pin::Pin;
 use crate::spi::SpiDeviceModel;
-use std::sync::{Arc, Mutex, MutexGuard};
+use pin_out::{lock, CoreGuard};
+use std::sync::{Arc, Mutex};
 use wirespeed_time::{now, spin_until, Deadline, Instant};
 
 /// Longest store delay the bus's interrupt thread waits out inline (see `rx_frame`).
@@ -261,10 +263,6 @@ impl std::fmt::Debug for Mcp2518fd {
 
 struct Node(Arc<Mutex<Core>>);
 
-fn lock(core: &Mutex<Core>) -> MutexGuard<'_, Core> {
-    core.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Mcp2518fd {
     /// A device on `lab`, powered on now (the oscillator starts).
     pub fn new(lab: &Lab, cfg: Mcp2518fdConfig) -> Mcp2518fd {
@@ -278,7 +276,7 @@ impl Mcp2518fd {
         Mcp2518fd { core }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Core> {
+    fn lock(&self) -> CoreGuard<'_> {
         lock(&self.core)
     }
 
@@ -293,15 +291,15 @@ impl Mcp2518fd {
 
     /// The INT output (active low).
     pub fn int_pin(&self) -> Pin {
-        self.lock().pins.int.clone()
+        self.lock().pin_latch.pins().int.clone()
     }
     /// INT0/GPIO0: the TX interrupt when IOCON.PM0 = 0 (active low).
     pub fn int0_pin(&self) -> Pin {
-        self.lock().pins.int0.clone()
+        self.lock().pin_latch.pins().int0.clone()
     }
     /// INT1/GPIO1: the RX interrupt when IOCON.PM1 = 0 (active low).
     pub fn int1_pin(&self) -> Pin {
-        self.lock().pins.int1.clone()
+        self.lock().pin_latch.pins().int1.clone()
     }
 
     /// Backdoor: the 32-bit register or RAM word at `addr` as of `at`.

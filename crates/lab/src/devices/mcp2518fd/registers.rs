@@ -2,6 +2,7 @@
 //! (read-only fields, write-0-to-clear flags, action bits, config-mode-only fields).
 
 use super::core::{merge, Core};
+use super::pin_out::PinId;
 use super::regs::*;
 use super::txrx::trec_flags;
 use super::Mode;
@@ -112,10 +113,10 @@ impl Core {
             }
             IOCON => {
                 let mut w = self.iocon & !(IOCON_GPIO0 | IOCON_GPIO1);
-                if self.pins.int0.is_high() {
+                if self.pin_latch.level(PinId::Int0) {
                     w |= IOCON_GPIO0;
                 }
-                if self.pins.int1.is_high() {
+                if self.pin_latch.level(PinId::Int1) {
                     w |= IOCON_GPIO1;
                 }
                 w
