@@ -228,7 +228,7 @@ impl SpiController {
         // those that shifted before the trace started, unrecorded.
         update(&self.shared, |m| {
             m.advance(now());
-            m.trace.enable(capacity);
+            m.analyser.trace.enable(capacity);
         });
     }
 
@@ -236,7 +236,7 @@ impl SpiController {
     pub fn trace_stop(&self) {
         update(&self.shared, |m| {
             m.advance(now());
-            m.trace.disable();
+            m.analyser.trace.disable();
         });
     }
 
@@ -244,7 +244,7 @@ impl SpiController {
     pub fn trace_take(&self) -> Trace {
         update(&self.shared, |m| {
             m.advance(now());
-            m.trace.take()
+            m.analyser.trace.take()
         })
     }
 
@@ -258,7 +258,7 @@ impl SpiController {
     pub fn clocked(&self) -> Clocked {
         update(&self.shared, |m| {
             m.advance(now());
-            m.clocked
+            m.analyser.clocked
         })
     }
 

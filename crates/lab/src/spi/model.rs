@@ -57,12 +57,32 @@ impl std::ops::Add for Clocked {
 }
 
 impl Clocked {
-    /// What was clocked between `earlier` and `self`.
+    /// What was clocked between `earlier` (a reading of the same block)
+    /// and `self`.
     pub fn since(self, earlier: Clocked) -> Clocked {
         Clocked {
-            words: self.words - earlier.words,
-            bits: self.bits - earlier.bits,
-            wire_ns: self.wire_ns - earlier.wire_ns,
+            words: self.words.saturating_sub(earlier.words),
+            bits: self.bits.saturating_sub(earlier.bits),
+            wire_ns: self.wire_ns.saturating_sub(earlier.wire_ns),
+        }
+    }
+}
+
+/// What a logic analyser on the wires sees: the trace, while one records,
+/// and the running totals.
+#[derive(Default)]
+pub(super) struct Analyser {
+    pub(super) trace: Recorder,
+    pub(super) clocked: Clocked,
+}
+
+impl Analyser {
+    fn word(&mut self, f: &InFlight, bits: u8, miso: u32) {
+        self.clocked.words += 1;
+        self.clocked.bits += u64::from(bits);
+        self.clocked.wire_ns += f.end.ns_since(f.start);
+        if self.trace.is_enabled() {
+            self.trace.record(TraceEvent::Word { start: f.start, end: f.end, bits, mosi: f.mosi, miso });
         }
     }
 }
@@ -98,9 +118,8 @@ pub(super) struct Model {
     /// Per native chip select: the SCLK last reported to its device (0: never).
     sclk_told: Vec<u64>,
     external: Vec<External>,
-    pub(super) trace: Recorder,
+    pub(super) analyser: Analyser,
     pub(super) power_ups: u64,
-    pub(super) clocked: Clocked,
     pub(super) dma: DmaEngine,
     pub(super) faults: InjectedFaults,
     /// When the pending interrupt check runs (a check that finds the
@@ -134,20 +153,16 @@ fn bits_of(ctrl: u32) -> u8 {
 
 /// One word on the wires: the selected devices receive `f.mosi` (the native
 /// one answers, else the first selected external one; nobody: all ones),
-/// and the trace records it. Returns MISO, `bits` wide.
+/// and the analyser sees it. Returns MISO, `bits` wide.
 #[inline]
 fn shift_word(
     cs: u32,
     devices: &mut [Option<Box<dyn SpiDeviceModel>>],
     external: &mut [External],
-    trace: &mut Recorder,
-    clocked: &mut Clocked,
+    analyser: &mut Analyser,
     f: &InFlight,
     bits: u8,
 ) -> u32 {
-    clocked.words += 1;
-    clocked.bits += u64::from(bits);
-    clocked.wire_ns += f.end.ns_since(f.start);
     let native = cs & CS_ASSERT != 0;
     let line = (cs & CS_LINE_MASK) as usize;
     let mut miso = u32::MAX >> (32 - u32::from(bits));
@@ -166,9 +181,7 @@ fn shift_word(
         }
     }
     miso &= u32::MAX >> (32 - u32::from(bits));
-    if trace.is_enabled() {
-        trace.record(TraceEvent::Word { start: f.start, end: f.end, bits, mosi: f.mosi, miso });
-    }
+    analyser.word(f, bits, miso);
     miso
 }
 
@@ -197,9 +210,8 @@ impl Model {
             devices: (0..cfg.num_cs).map(|_| None).collect(),
             sclk_told: vec![0; cfg.num_cs as usize],
             external: Vec::new(),
-            trace: Recorder::default(),
+            analyser: Analyser::default(),
             power_ups: 0,
-            clocked: Clocked::default(),
             dma: DmaEngine::new(),
             faults: InjectedFaults::default(),
             check_at: None,
@@ -247,15 +259,7 @@ impl Model {
                     break;
                 }
                 let f = self.inflight.pop_front().expect("front exists");
-                let miso = shift_word(
-                    self.cs,
-                    &mut self.devices,
-                    &mut self.external,
-                    &mut self.trace,
-                    &mut self.clocked,
-                    &f,
-                    b.bits,
-                );
+                let miso = shift_word(self.cs, &mut self.devices, &mut self.external, &mut self.analyser, &f, b.bits);
                 self.rx.push_back(miso);
                 b.done += 1;
                 if b.done == b.len {
@@ -291,15 +295,7 @@ impl Model {
             match self.dma.step(t) {
                 Step::Word { mosi, bits, start, end } => {
                     let f = InFlight { mosi, start, end };
-                    let miso = shift_word(
-                        self.cs,
-                        &mut self.devices,
-                        &mut self.external,
-                        &mut self.trace,
-                        &mut self.clocked,
-                        &f,
-                        bits,
-                    );
+                    let miso = shift_word(self.cs, &mut self.devices, &mut self.external, &mut self.analyser, &f, bits);
                     if self.dma.finish_word(miso) {
                         self.done_flag = true;
                     }
@@ -518,7 +514,7 @@ impl Model {
         if let Some(Some(d)) = self.devices.get_mut(line) {
             d.chip_select(asserted, t);
         }
-        self.trace.record(TraceEvent::Cs { line: line as u8, asserted, at: t });
+        self.analyser.trace.record(TraceEvent::Cs { line: line as u8, asserted, at: t });
     }
 
     pub(super) fn external_cs(&mut self, index: usize, asserted: bool, t: Instant) {
@@ -527,7 +523,7 @@ impl Model {
         if e.selected != asserted {
             e.selected = asserted;
             e.device.chip_select(asserted, t);
-            self.trace.record(TraceEvent::Cs { line: GPIO_CS_BASE + index as u8, asserted, at: t });
+            self.analyser.trace.record(TraceEvent::Cs { line: GPIO_CS_BASE + index as u8, asserted, at: t });
         }
     }
 
