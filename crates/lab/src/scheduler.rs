@@ -69,6 +69,13 @@ pub struct WakeCost {
     pub ns: u64,
 }
 
+impl std::ops::Add for WakeCost {
+    type Output = WakeCost;
+    fn add(self, o: WakeCost) -> WakeCost {
+        WakeCost { wakes: self.wakes + o.wakes, ns: self.ns + o.ns }
+    }
+}
+
 impl WakeCost {
     /// The calling thread's totals.
     pub fn of_this_thread() -> WakeCost {

@@ -369,8 +369,7 @@ pub struct Load {
     pub echo_thread_cpu_ns: u64,
     /// The part of `echo_thread_cpu_ns` spent waking the lab's interrupt
     /// thread, and how many wake-ups.
-    pub echo_lab_wake_ns: u64,
-    pub echo_lab_wakes: u64,
+    pub echo_lab_wakes: WakeCost,
     /// What the SPI block clocked during the run (the driver's transfers,
     /// whichever thread ran them).
     pub spi_clocked: Clocked,
@@ -404,7 +403,6 @@ impl Load {
         Load {
             elapsed_ns: self.elapsed_ns + o.elapsed_ns,
             echo_thread_cpu_ns: self.echo_thread_cpu_ns + o.echo_thread_cpu_ns,
-            echo_lab_wake_ns: self.echo_lab_wake_ns + o.echo_lab_wake_ns,
             echo_lab_wakes: self.echo_lab_wakes + o.echo_lab_wakes,
             spi_clocked: self.spi_clocked + o.spi_clocked,
             pump_thread_cpu_ns: self.pump_thread_cpu_ns + o.pump_thread_cpu_ns,
@@ -441,8 +439,7 @@ pub fn load(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) -
         elapsed_ns,
         host_steal_pct: steal0.zip(HostSteal::now()).map(|(a, b)| b.pct_since(a, elapsed_ns)),
         echo_thread_cpu_ns: out.thread_cpu_ns,
-        echo_lab_wake_ns: out.lab_wakes.ns,
-        echo_lab_wakes: out.lab_wakes.wakes,
+        echo_lab_wakes: out.lab_wakes,
         spi_clocked: out.clocked,
         pump_thread_cpu_ns: pump_cpu,
         process_cpu_ns: u.cpu_ns,
