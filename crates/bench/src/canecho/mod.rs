@@ -617,13 +617,12 @@ mod tests {
         ] {
             assert!(j[k].is_number(), "{k} missing: {j}");
         }
-        // Every echo's transfers were clocked: at least the status read, the
-        // RX object, the TX object and the request (32 + 176 + 144 + 24 bits,
-        // the smallest echo this driver makes) each, and their wire time is
+        // Every echo's transfers were clocked: at least the 408 bits before
+        // its request takes effect (above) each, and their wire time is
         // part of fast's CPU, which polls them.
         for p in ["classic", "linux69", "fast"] {
             let bits = j[p]["load_spi_bits_per_echo"].as_f64().unwrap();
-            assert!(bits >= 376.0, "{p}: {bits} SPI bits an echo: {j}");
+            assert!(bits >= 408.0, "{p}: {bits} SPI bits an echo: {j}");
         }
         // So `cpu_ratio_bound` is a bound: fast's CPU is not below its wire time.
         let (cpu, wire) = (r.fast.cpu_us_per_echo(), r.fast.wire_us_per_echo());
