@@ -38,7 +38,6 @@ pub(super) struct Pending {
     pub(super) ev: Event,
 }
 
-#[derive(Clone)]
 pub(super) struct Pins {
     pub int: Pin,
     pub int0: Pin,

@@ -22,19 +22,9 @@ use wirespeed_time::Instant;
 /// One of the device's three pins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum PinId {
-    Int,
-    Int0,
-    Int1,
-}
-
-impl PinId {
-    fn index(self) -> usize {
-        match self {
-            PinId::Int => 0,
-            PinId::Int0 => 1,
-            PinId::Int1 => 2,
-        }
-    }
+    Int = 0,
+    Int0 = 1,
+    Int1 = 2,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -80,7 +70,7 @@ impl PinLatch {
     /// Drives `pin` to `high` at `at`: recorded if it changes the level,
     /// applied when the device's lock is released.
     pub(super) fn drive(&mut self, pin: PinId, high: bool, at: Instant) {
-        let level = &mut self.levels[pin.index()];
+        let level = &mut self.levels[pin as usize];
         if *level != high {
             *level = high;
             self.pending.push(Change { pin, high, at });
@@ -89,7 +79,7 @@ impl PinLatch {
 
     /// The level the device drives on `pin` (its net's, once applied).
     pub(super) fn level(&self, pin: PinId) -> bool {
-        self.levels[pin.index()]
+        self.levels[pin as usize]
     }
 
     /// The pins themselves.
