@@ -56,4 +56,34 @@ impl SpiDeviceModel for Loopback {
             _ => mosi,
         }
     }
+    fn exchange_burst(&mut self, mosi: &[u32], miso: &mut [u32], _bits: u8, _at: Instant, _word_ns: u64) {
+        let n = mosi.len().min(miso.len());
+        self.counters.words.fetch_add(n as u64, Ordering::Relaxed);
+        match self.counters.stuck.load(Ordering::Relaxed) {
+            1 => miso[..n].fill(0),
+            2 => miso[..n].fill(u32::MAX),
+            _ => miso[..n].copy_from_slice(&mosi[..n]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_answers_and_counts_as_the_same_words_one_by_one_healthy_or_stuck() {
+        let mosi: Vec<u32> = (0..300).map(|i| i * 7 + 1).collect();
+        for stuck in [None, Some(false), Some(true)] {
+            let (mut one, mut burst) = (Loopback::new(), Loopback::new());
+            one.set_miso_stuck(stuck);
+            burst.set_miso_stuck(stuck);
+            let t = Instant::from_ns(1_000);
+            let expected: Vec<u32> = mosi.iter().map(|&m| one.exchange(m, 16, t)).collect();
+            let mut got = vec![0x55; mosi.len()];
+            burst.exchange_burst(&mosi, &mut got, 16, t, 800);
+            assert_eq!(got, expected, "stuck {stuck:?}");
+            assert_eq!(burst.words(), one.words());
+        }
+    }
 }

@@ -27,6 +27,10 @@ pub struct DmaDescriptor {
     pub rx: Option<u64>,
 }
 
+/// The most words one [`Step::Words`] hands over: the caller's buffers
+/// live on its stack.
+pub(super) const DMA_CHUNK_WORDS: usize = 256;
+
 /// Bytes a word of `bits` bits takes in memory (and in the FIFO).
 fn word_bytes(bits: u8) -> u64 {
     match bits {
@@ -176,8 +180,10 @@ impl Run {
 pub(super) enum Step {
     /// Nothing more happens by then (or no DMA burst runs).
     Wait,
-    /// This word shifted: hand it to the device, then [`DmaEngine::finish_word`].
-    Word { mosi: u32, bits: u8, start: Instant, end: Instant },
+    /// These `n` words shifted back to back, the first from `start`, each
+    /// `word_ns` long (their MOSI is in the buffer given to
+    /// [`DmaEngine::step`]): hand them to the device, then [`DmaEngine::finish_words`].
+    Words { n: usize, bits: u8, start: Instant, word_ns: u64 },
     /// The burst stopped on a fault.
     Fault,
 }
@@ -304,8 +310,10 @@ impl DmaEngine {
         true
     }
 
-    /// What the running burst does next, as of `t`.
-    pub fn step(&mut self, t: Instant) -> Step {
+    /// What the running burst does next, as of `t`. For [`Step::Words`] it
+    /// reads the words' MOSI into `mosi`: at most its length, all on the
+    /// pages already translated.
+    pub fn step(&mut self, t: Instant, mosi: &mut [u32]) -> Step {
         let Some(run) = self.run.as_mut() else { return Step::Wait };
         if run.fault.is_none() && run.next_start <= t {
             run.reach_pages();
@@ -323,30 +331,43 @@ impl DmaEngine {
         if run.next_start > t || end > t {
             return Step::Wait;
         }
-        let mosi = match &run.tx {
-            None => 0,
-            Some(s) => s.host(run.next, run.bytes).map_or(0, |a| {
-                // SAFETY: `a` is inside the TX buffer of a descriptor: without
-                // translation, `load_dma_descriptor`'s contract keeps it
-                // readable until the burst ends; with it, `Iommu::map`'s
-                // contract keeps the page readable while it is mapped, and
-                // a page reached through a stale entry gives no address.
-                unsafe { read_word(a, run.bytes) }
-            }),
-        };
-        Step::Word { mosi, bits: run.bits, start: run.next_start, end }
+        let ended_by_t = t.ns_since(run.next_start).checked_div(run.word_ns).unwrap_or(u64::MAX);
+        let on_reached_pages = run.reached_until - u64::from(run.next);
+        let left = u64::from(run.len - run.next);
+        let n = ended_by_t.min(on_reached_pages).min(left).min(mosi.len() as u64) as usize;
+        debug_assert!(n > 0, "a word ends by t, on a reached page, and the buffer holds one");
+        let mosi = &mut mosi[..n];
+        match run.tx.as_ref().and_then(|s| s.host(run.next, run.bytes)) {
+            None => mosi.fill(0),
+            Some(a) => {
+                for (m, a) in mosi.iter_mut().zip((a..).step_by(run.bytes as usize)) {
+                    // SAFETY: `a` is inside the TX buffer of a descriptor, on
+                    // the page of word `next` (the chunk ends before the
+                    // next page): without translation,
+                    // `load_dma_descriptor`'s contract keeps it readable
+                    // until the burst ends; with it, `Iommu::map`'s contract
+                    // keeps the page readable while it is mapped, and a page
+                    // reached through a stale entry gives no address.
+                    *m = unsafe { read_word(a, run.bytes) };
+                }
+            }
+        }
+        Step::Words { n, bits: run.bits, start: run.next_start, word_ns: run.word_ns }
     }
 
-    /// The word [`Step::Word`] gave shifted and the device answered `miso`:
-    /// stores it and moves on. Returns whether that was the burst's last word.
-    pub fn finish_word(&mut self, miso: u32) -> bool {
+    /// The words [`Step::Words`] gave shifted and the device answered
+    /// `miso`: stores them and moves on. Returns whether the burst ended.
+    pub fn finish_words(&mut self, miso: &[u32]) -> bool {
         let Some(run) = self.run.as_mut() else { return false };
         if let Some(a) = run.rx.as_ref().and_then(|s| s.host(run.next, run.bytes)) {
-            // SAFETY: as for the TX read in `step`, for writing.
-            unsafe { write_word(a, run.bytes, miso) };
+            for (&m, a) in miso.iter().zip((a..).step_by(run.bytes as usize)) {
+                // SAFETY: as for the TX reads in `step`, for writing.
+                unsafe { write_word(a, run.bytes, m) };
+            }
         }
-        run.next += 1;
-        run.next_start = run.next_start.add_ns(run.word_ns);
+        let n = miso.len() as u32;
+        run.next += n;
+        run.next_start = run.next_start.add_ns(u64::from(n).saturating_mul(run.word_ns));
         if run.next == run.len {
             self.end();
             return true;

@@ -369,3 +369,56 @@ fn a_burst_started_in_passthrough_uses_host_addresses_and_one_started_translated
     assert_eq!(s & (STATUS_BUSY | STATUS_ERR | STATUS_DMAFAULT), STATUS_ERR | STATUS_DMAFAULT, "{s:#x}");
     assert_eq!(iommu.stats().faults, 1);
 }
+
+/// Answers the complement of each word and notes what it saw: MOSI, the
+/// word's start, and when it was handed over.
+#[derive(Clone, Default)]
+struct Witness(std::sync::Arc<std::sync::Mutex<Vec<(u32, Instant, Instant)>>>);
+
+impl SpiDeviceModel for Witness {
+    fn chip_select(&mut self, _asserted: bool, _at: Instant) {}
+    fn exchange(&mut self, mosi: u32, _bits: u8, at: Instant) -> u32 {
+        self.0.lock().unwrap().push((mosi, at, now()));
+        !mosi
+    }
+}
+
+#[test]
+fn a_polled_burst_hands_a_device_each_word_once_in_order_at_its_start_and_only_after_its_end() {
+    let lab = Lab::new(LabConfig::default());
+    let block = lab.spi_controller(SpiControllerConfig { power_up_ns: 0, ..SpiControllerConfig::default() });
+    let witness = Witness::default();
+    block.attach(0, witness.clone());
+    block.write(CS, CS_ASSERT);
+    block.write(CLKDIV, 2);
+    let (mut tx, rx) = (Pages::new(2), Pages::new(2));
+    pattern(&mut tx);
+    // 5000 words from the middle of a page: chunks meet a page boundary and the polls' instants.
+    let (len, offset) = (5000, 1500);
+    let d = DmaDescriptor { tx: Some(tx.addr() + offset), rx: Some(rx.addr() + offset) };
+    block.write(CTRL, CTRL_EN | (7 << CTRL_BPW_SHIFT));
+    block.write(XFERLEN, len);
+    // SAFETY: `tx` and `rx` outlive the burst, which ends before the loop does.
+    unsafe { block.load_dma_descriptor(d) };
+    block.write(START, START_GO);
+    let mut polls = 0;
+    while block.read(STATUS) & STATUS_DONE == 0 {
+        polls += 1;
+    }
+    let seen = witness.0.lock().unwrap().clone();
+    assert_eq!(seen.len(), len as usize, "after {polls} polls");
+    let at0 = seen[0].1;
+    for (k, &(mosi, at, handed)) in seen.iter().enumerate() {
+        assert_eq!(mosi, u32::from(tx.bytes()[offset as usize + k]), "word {k}");
+        assert_eq!(at, at0.add_ns(k as u64 * WORD_NS), "word {k} starts back to back");
+        assert!(
+            handed >= at.add_ns(WORD_NS),
+            "word {k} handed over {} ns before its end",
+            at.add_ns(WORD_NS).ns_since(handed)
+        );
+    }
+    let range = offset as usize..offset as usize + len as usize;
+    assert!(rx.bytes()[range.clone()].iter().zip(&tx.bytes()[range]).all(|(r, t)| *r == !*t), "RX holds the answers");
+    assert_eq!(block.clocked().words, u64::from(len));
+    assert_eq!(block.clocked().wire_ns, u64::from(len) * WORD_NS);
+}

@@ -44,6 +44,18 @@ pub trait SpiDeviceModel: Send {
     /// One word of `bits` bits shifted, starting at `at`: the device receives
     /// `mosi` and returns what it drove on MISO during the same clocks.
     fn exchange(&mut self, mosi: u32, bits: u8, at: Instant) -> u32;
+    /// Words shifted back to back, as a DMA burst clocks them: `mosi[i]`
+    /// starts at `at` + i × `word_ns`; the device's answers go to `miso[i]`
+    /// (the shorter slice bounds the burst). The default is
+    /// [`exchange`](SpiDeviceModel::exchange) word by word; a device may
+    /// override it with a faster loop that answers the same.
+    fn exchange_burst(&mut self, mosi: &[u32], miso: &mut [u32], bits: u8, at: Instant, word_ns: u64) {
+        let mut start = at;
+        for (&m, r) in mosi.iter().zip(miso.iter_mut()) {
+            *r = self.exchange(m, bits, start);
+            start = start.add_ns(word_ns);
+        }
+    }
     /// The SCLK frequency the controller will clock the device at from the
     /// next word on. The controller calls it at the start of a burst when it
     /// differs from what it last told this device (0 = never told).

@@ -7,7 +7,7 @@
 //! for it) and handing finished words to the selected device. A DMA burst
 //! is worked out by the block's [`DmaEngine`] instead of the FIFOs.
 
-use super::dma::{DmaEngine, Step};
+use super::dma::{DmaEngine, Step, DMA_CHUNK_WORDS};
 use super::faults::InjectedFaults;
 use super::regs::*;
 use super::{SpiControllerConfig, SpiDeviceModel};
@@ -77,6 +77,22 @@ pub(super) struct Analyser {
 }
 
 impl Analyser {
+    /// Words clocked back to back, the first starting at `start`.
+    fn words(&mut self, mosi: &[u32], miso: &[u32], bits: u8, start: Instant, word_ns: u64) {
+        let n = miso.len() as u64;
+        self.clocked.words += n;
+        self.clocked.bits += n * u64::from(bits);
+        self.clocked.wire_ns = self.clocked.wire_ns.saturating_add(n.saturating_mul(word_ns));
+        if self.trace.is_enabled() {
+            let mut start = start;
+            for (&mosi, &miso) in mosi.iter().zip(miso) {
+                let end = start.add_ns(word_ns);
+                self.trace.record(TraceEvent::Word { start, end, bits, mosi, miso });
+                start = end;
+            }
+        }
+    }
+
     fn word(&mut self, f: &InFlight, bits: u8, miso: u32) {
         self.clocked.words += 1;
         self.clocked.bits += u64::from(bits);
@@ -185,6 +201,45 @@ fn shift_word(
     miso
 }
 
+/// [`shift_word`] for a DMA chunk: `mosi.len()` words back to back, the
+/// first starting at `start`; their answers go to `miso` (as long as `mosi`).
+fn shift_words(
+    cs: u32,
+    devices: &mut [Option<Box<dyn SpiDeviceModel>>],
+    external: &mut [External],
+    analyser: &mut Analyser,
+    mosi: &[u32],
+    miso: &mut [u32],
+    (bits, start, word_ns): (u8, Instant, u64),
+) {
+    let native = cs & CS_ASSERT != 0;
+    let line = (cs & CS_LINE_MASK) as usize;
+    let mask = u32::MAX >> (32 - u32::from(bits));
+    let mut answered = false;
+    if native {
+        if let Some(Some(d)) = devices.get_mut(line) {
+            d.exchange_burst(mosi, miso, bits, start, word_ns);
+            answered = true;
+        }
+    }
+    for e in external.iter_mut().filter(|e| e.selected) {
+        if answered {
+            let mut unheard = [0u32; DMA_CHUNK_WORDS];
+            let n = mosi.len().min(DMA_CHUNK_WORDS);
+            e.device.exchange_burst(&mosi[..n], &mut unheard[..n], bits, start, word_ns);
+        } else {
+            e.device.exchange_burst(mosi, miso, bits, start, word_ns);
+            answered = true;
+        }
+    }
+    if answered {
+        miso.iter_mut().for_each(|m| *m &= mask);
+    } else {
+        miso.fill(mask);
+    }
+    analyser.words(mosi, miso, bits, start, word_ns);
+}
+
 impl Model {
     pub(super) fn new(cfg: &SpiControllerConfig, lab: &Lab) -> Model {
         Model {
@@ -291,12 +346,15 @@ impl Model {
 
     /// [`Model::advance`] for a DMA burst.
     fn advance_dma(&mut self, t: Instant) {
+        let mut mosi = [0u32; DMA_CHUNK_WORDS];
+        let mut miso = [0u32; DMA_CHUNK_WORDS];
         loop {
-            match self.dma.step(t) {
-                Step::Word { mosi, bits, start, end } => {
-                    let f = InFlight { mosi, start, end };
-                    let miso = shift_word(self.cs, &mut self.devices, &mut self.external, &mut self.analyser, &f, bits);
-                    if self.dma.finish_word(miso) {
+            match self.dma.step(t, &mut mosi) {
+                Step::Words { n, bits, start, word_ns } => {
+                    let (mosi, miso) = (&mosi[..n], &mut miso[..n]);
+                    let words = (bits, start, word_ns);
+                    shift_words(self.cs, &mut self.devices, &mut self.external, &mut self.analyser, mosi, miso, words);
+                    if self.dma.finish_words(miso) {
                         self.done_flag = true;
                     }
                 }
