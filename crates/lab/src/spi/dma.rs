@@ -339,18 +339,13 @@ impl DmaEngine {
         let mosi = &mut mosi[..n];
         match run.tx.as_ref().and_then(|s| s.host(run.next, run.bytes)) {
             None => mosi.fill(0),
-            Some(a) => {
-                for (m, a) in mosi.iter_mut().zip((a..).step_by(run.bytes as usize)) {
-                    // SAFETY: `a` is inside the TX buffer of a descriptor, on
-                    // the page of word `next` (the chunk ends before the
-                    // next page): without translation,
-                    // `load_dma_descriptor`'s contract keeps it readable
-                    // until the burst ends; with it, `Iommu::map`'s contract
-                    // keeps the page readable while it is mapped, and a page
-                    // reached through a stale entry gives no address.
-                    *m = unsafe { read_word(a, run.bytes) };
-                }
-            }
+            // SAFETY: the chunk's words lie in the TX buffer of a descriptor,
+            // on the page of word `next` (a chunk ends before the next
+            // page): without translation, `load_dma_descriptor`'s contract
+            // keeps them readable until the burst ends; with it,
+            // `Iommu::map`'s contract keeps the page readable while it is
+            // mapped, and a page reached through a stale entry gives no address.
+            Some(a) => unsafe { read_words(a, run.bytes, mosi) },
         }
         Step::Words { n, bits: run.bits, start: run.next_start, word_ns: run.word_ns }
     }
@@ -360,10 +355,8 @@ impl DmaEngine {
     pub fn finish_words(&mut self, miso: &[u32]) -> bool {
         let Some(run) = self.run.as_mut() else { return false };
         if let Some(a) = run.rx.as_ref().and_then(|s| s.host(run.next, run.bytes)) {
-            for (&m, a) in miso.iter().zip((a..).step_by(run.bytes as usize)) {
-                // SAFETY: as for the TX reads in `step`, for writing.
-                unsafe { write_word(a, run.bytes, m) };
-            }
+            // SAFETY: as for the TX reads in `step`, for writing.
+            unsafe { write_words(a, run.bytes, miso) };
         }
         let n = miso.len() as u32;
         run.next += n;
@@ -415,32 +408,64 @@ impl DmaEngine {
     }
 }
 
-/// Reads a word of `bytes` bytes (native endian) at host address `a`.
+/// Reads `words.len()` consecutive words of `bytes` bytes (native endian)
+/// from host address `a`. One loop per width, so that each vectorises.
 ///
 /// # Safety
-/// `[a, a + bytes)` must be readable.
-unsafe fn read_word(a: u64, bytes: u64) -> u32 {
-    // SAFETY: the caller's contract.
+/// `[a, a + words.len() × bytes)` must be readable.
+unsafe fn read_words(a: u64, bytes: u64, words: &mut [u32]) {
+    // SAFETY: in all three loops, element `i` lies in the caller's range.
     unsafe {
         match bytes {
-            1 => u32::from(std::ptr::read_unaligned(a as *const u8)),
-            2 => u32::from(std::ptr::read_unaligned(a as *const u16)),
-            _ => std::ptr::read_unaligned(a as *const u32),
+            1 => {
+                let p = a as *const u8;
+                for (i, w) in words.iter_mut().enumerate() {
+                    *w = u32::from(p.add(i).read());
+                }
+            }
+            2 => {
+                let p = a as *const u16;
+                for (i, w) in words.iter_mut().enumerate() {
+                    *w = u32::from(p.add(i).read_unaligned());
+                }
+            }
+            _ => {
+                let p = a as *const u32;
+                for (i, w) in words.iter_mut().enumerate() {
+                    *w = p.add(i).read_unaligned();
+                }
+            }
         }
     }
 }
 
-/// Writes the low `bytes` bytes of `w` (native endian) at host address `a`.
+/// Writes the low `bytes` bytes of each of `words` (native endian) to
+/// consecutive words from host address `a`.
 ///
 /// # Safety
-/// `[a, a + bytes)` must be writable.
-unsafe fn write_word(a: u64, bytes: u64, w: u32) {
-    // SAFETY: the caller's contract.
+/// `[a, a + words.len() × bytes)` must be writable.
+unsafe fn write_words(a: u64, bytes: u64, words: &[u32]) {
+    // SAFETY: in all three loops, element `i` lies in the caller's range.
     unsafe {
         match bytes {
-            1 => std::ptr::write_unaligned(a as *mut u8, w as u8),
-            2 => std::ptr::write_unaligned(a as *mut u16, w as u16),
-            _ => std::ptr::write_unaligned(a as *mut u32, w),
+            1 => {
+                let p = a as *mut u8;
+                for (i, &w) in words.iter().enumerate() {
+                    p.add(i).write(w as u8);
+                }
+            }
+            2 => {
+                let p = a as *mut u16;
+                for (i, &w) in words.iter().enumerate() {
+                    p.add(i).write_unaligned(w as u16);
+                }
+            }
+            _ => {
+                let p = a as *mut u32;
+                for (i, &w) in words.iter().enumerate() {
+                    p.add(i).write_unaligned(w);
+                }
+            }
         }
     }
 }
