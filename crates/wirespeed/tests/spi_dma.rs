@@ -14,7 +14,7 @@ use wirespeed::backend::lab::{LabIommu, LabSpi};
 use wirespeed::dma::{DmaDomain, DomainConfig, IommuHw, IommuHwError, IommuMode, Perm, PAGE_SIZE};
 use wirespeed::spi::{
     Bus, Completion, Controller, ControllerCaps, ControllerFault, Data, DeviceConfig, DmaAddrs, DmaSupport, InFlight,
-    Mode, OwnedTransfer, Policy, SpiDevice, SpiError, Transfer, TransferTiming,
+    Mode, OwnedTransfer, Policy, SpiDevice, SpiError, Transfer, TransferTiming, BOUNCE_MAX,
 };
 use wirespeed_lab::iommu::{FaultReason, Iommu, IommuConfig};
 use wirespeed_lab::spi::{SpiController, SpiDeviceModel};
@@ -351,6 +351,12 @@ fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// `fast` with every DMA transfer's own buffers mapped and unmapped around
+/// it (no bounce buffers): the mapping path.
+fn mapping() -> Policy {
+    Policy { bounce_dma: false, ..Policy::fast() }
+}
+
 /// Wire time of `bytes` 8-bit words at `hz`.
 fn wire(bytes: usize, hz: u64) -> Duration {
     Duration::from_nanos(bytes as u64 * 8 * 1_000_000_000 / hz)
@@ -361,7 +367,7 @@ fn wire(bytes: usize, hz: u64) -> Duration {
 
 #[test]
 fn a_transfer_longer_than_the_fifo_goes_by_dma_through_a_strict_iommu_and_one_that_fits_by_pio() {
-    let r = strict_rig(Policy::fast(), 20_000_000);
+    let r = strict_rig(mapping(), 20_000_000);
     assert_eq!(r.bus.caps().fifo_bytes, 64);
 
     let tx = pattern(4096, 7);
@@ -398,7 +404,7 @@ fn a_transfer_longer_than_the_fifo_goes_by_dma_through_a_strict_iommu_and_one_th
 #[test]
 fn write_read_in_place_16_bit_and_mixed_dma_transfers_carry_the_right_data() {
     let hz = 20_000_000;
-    let r = strict_rig(Policy::fast(), hz);
+    let r = strict_rig(mapping(), hz);
 
     // Write only: the device receives the buffer; one mapping (TX).
     let tx = pattern(4096, 1);
@@ -513,7 +519,7 @@ fn a_prepared_message_under_linux69_is_mapped_and_unmapped_at_every_run() {
 
 #[test]
 fn a_dma_fault_comes_back_typed_with_chip_select_released_and_the_next_message_works() {
-    let (r, holes) = holes_rig(Policy::fast(), 20_000_000);
+    let (r, holes) = holes_rig(mapping(), 20_000_000);
     let iommu = r.iommu().clone();
 
     // The message's second transfer goes by DMA; its RX mapping (the
@@ -576,7 +582,7 @@ fn a_dma_fault_comes_back_typed_with_chip_select_released_and_the_next_message_w
 
 #[test]
 fn a_lazy_domain_leaves_no_iova_outstanding_and_no_page_mapped_after_a_flush() {
-    let r = rig(Policy::fast(), 50_000_000, true, |block, iommu| {
+    let r = rig(mapping(), 50_000_000, true, |block, iommu| {
         let hw = Arc::new(LabIommu::new(iommu.unwrap().clone()));
         LabSpi::with_dma(block, Arc::new(DmaDomain::new(Some(hw), DomainConfig::with_mode(IommuMode::Lazy)).unwrap()))
     });
@@ -671,7 +677,7 @@ fn timed_dma_completion_leaves_the_calling_thread_idle_for_most_of_the_wire_time
 #[test]
 fn a_long_dma_transfer_completes_on_the_interrupt_without_timed_or_adaptive_completion() {
     let hz = 1_000_000;
-    let policy = Policy { timed_completion: false, adaptive_completion: false, ..Policy::fast() };
+    let policy = Policy { timed_completion: false, adaptive_completion: false, ..mapping() };
     let r = strict_rig(policy, hz);
     let raised = r.block.irq().raise_count();
     for i in 0..2u8 {
@@ -770,4 +776,58 @@ fn prepared_messages_on_a_controller_without_dma_run_by_pio() {
     assert_eq!(r.spy.pio_calls(), 6);
     let is = r.iommu().stats();
     assert_eq!((r.iommu().mapped_pages(), is.walks), (0, 0), "PIO never touches the IOMMU: {is:?}");
+}
+
+// ---------------------------------------------------------------------------
+// 5. Bounce buffers (policy `bounce_dma`).
+
+#[test]
+fn fast_bounces_short_dma_transfers_through_two_buffers_mapped_once_and_maps_longer_ones() {
+    let r = strict_rig(Policy::fast(), 20_000_000);
+    let bounce_pages = 2 * BOUNCE_MAX as u64 / PAGE;
+
+    let tx = pattern(4096, 3);
+    assert_eq!(r.duplex(&tx), tx, "a bounced duplex");
+    assert_eq!(r.probe.take_mosi(), bytes_as_words(&tx));
+    assert_eq!(r.maps(), (2, 0), "the bounce pair mapped at first use, nothing unmapped");
+    assert_eq!(r.iommu().mapped_pages(), bounce_pages);
+
+    r.dev.sync(&mut [Transfer::write(&pattern(1000, 4))]).unwrap();
+    assert_eq!(r.probe.take_mosi(), bytes_as_words(&pattern(1000, 4)), "a bounced write");
+    let mut rx = vec![0xA5u8; BOUNCE_MAX];
+    r.dev.sync(&mut [Transfer::read(&mut rx)]).unwrap();
+    assert!(rx.iter().all(|&b| b == 0), "a bounced read of BOUNCE_MAX bytes: zeros out, zeros back");
+    let orig = pattern(3000, 5);
+    let mut buf = orig.clone();
+    r.dev.sync(&mut [Transfer::in_place(&mut buf)]).unwrap();
+    assert_eq!(buf, orig, "a bounced in-place transfer comes back as sent");
+    assert_eq!(r.probe.take_mosi().len(), BOUNCE_MAX + 3000);
+    assert_eq!(r.maps(), (2, 0), "no mapping per transfer");
+    assert_eq!(r.domain().stats().invalidations, 0, "no unmap, no invalidation");
+    assert_eq!(r.spy.dma_calls(), 4, "all four went by DMA");
+
+    let long = pattern(BOUNCE_MAX + 1, 6);
+    assert_eq!(r.duplex(&long), long, "one byte longer than BOUNCE_MAX");
+    assert_eq!(r.maps(), (4, 2), "its own buffers mapped and unmapped");
+    assert_eq!(r.domain().stats().invalidations, 2);
+
+    let Rig { dev, bus, iommu, domain, .. } = r;
+    drop(dev);
+    drop(bus);
+    assert_eq!(iommu.unwrap().mapped_pages(), 0, "the bounce pair is unmapped with its bus");
+    assert_eq!(domain.unwrap().iova_outstanding(), 0);
+}
+
+#[test]
+fn a_lazy_domain_bounces_too() {
+    // (Identity and no translation never bounce: `identity_and_no_iommu_domains_…` counts their mappings under `fast`.)
+    let lazy = rig(Policy::fast(), 50_000_000, true, |block, iommu| {
+        let hw = Arc::new(LabIommu::new(iommu.unwrap().clone()));
+        LabSpi::with_dma(block, Arc::new(DmaDomain::new(Some(hw), DomainConfig::with_mode(IommuMode::Lazy)).unwrap()))
+    });
+    for i in 0..3u8 {
+        let tx = pattern(2000, i);
+        assert_eq!(lazy.duplex(&tx), tx);
+    }
+    assert_eq!(lazy.maps(), (2, 0), "lazy: the bounce pair only");
 }

@@ -3,7 +3,7 @@
 //! core maps them and the lab's DMA engine moves them), the modes
 //! interleaved message by message so that drift hits them alike.
 
-use wirespeed::spi::Transfer;
+use wirespeed::spi::{Policy, Transfer};
 use wirespeed_time::now;
 
 use super::rig::{DmaRig, MODES};
@@ -41,7 +41,7 @@ impl Bulk {
 pub fn run(size: usize, hz: u32, msgs: usize) -> Result<Bulk, String> {
     let rigs = MODES
         .iter()
-        .map(|&(name, mode)| DmaRig::new(mode, hz, |hw| hw).map(|r| (name, r)))
+        .map(|&(name, mode)| DmaRig::new(mode, hz, Policy::fast(), |hw| hw).map(|r| (name, r)))
         .collect::<Result<Vec<_>, _>>()?;
     let tx: Vec<u8> = (0..size).map(|i| (i * 7 + 3) as u8).collect();
     let mut rx = vec![0u8; size];

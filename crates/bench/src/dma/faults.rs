@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use wirespeed::dma::{IommuHw, IommuHwError, IommuMode, Perm};
-use wirespeed::spi::{SpiError, Transfer};
+use wirespeed::spi::{Policy, SpiError, Transfer};
 
 use super::rig::DmaRig;
 
@@ -87,7 +87,10 @@ pub struct Faults {
 pub fn run(size: usize, hz: u32, messages: u64, every: u64) -> Result<Faults, String> {
     let skip: Arc<Mutex<Option<Arc<SkipMaps>>>> = Arc::default();
     let slot = skip.clone();
-    let rig = DmaRig::new(IommuMode::Strict, hz, move |inner| {
+    // The faults go into the transfers' own mappings: no bounce buffers
+    // (mapped once, they would make every message fault or none).
+    let policy = Policy { bounce_dma: false, ..Policy::fast() };
+    let rig = DmaRig::new(IommuMode::Strict, hz, policy, move |inner| {
         let s = Arc::new(SkipMaps {
             inner,
             every: every.max(1),

@@ -1,5 +1,5 @@
 //! A lab SPI block with a loopback, behind the lab IOMMU in a chosen mode,
-//! driven by the stack's fast policy: the rig of the bulk and fault runs.
+//! driven by the stack with a chosen policy: the rig of the bulk and fault runs.
 
 use std::sync::Arc;
 
@@ -28,11 +28,12 @@ pub struct DmaRig {
 }
 
 impl DmaRig {
-    /// A rig in `mode` at `hz`; `wrap` may put a layer (fault injection)
-    /// between the domain and the lab IOMMU.
+    /// A rig in `mode` at `hz` under `policy`; `wrap` may put a layer
+    /// (fault injection) between the domain and the lab IOMMU.
     pub fn new(
         mode: IommuMode,
         hz: u32,
+        policy: Policy,
         wrap: impl FnOnce(Arc<dyn IommuHw>) -> Arc<dyn IommuHw>,
     ) -> Result<DmaRig, String> {
         let lab = Lab::try_new(LabConfig::default()).map_err(|e| e.to_string())?;
@@ -51,7 +52,7 @@ impl DmaRig {
         let domain =
             Arc::new(DmaDomain::new(hw, DomainConfig { mode, ..DomainConfig::default() }).map_err(|e| e.to_string())?);
         let spi = LabSpi::with_dma(block, domain.clone());
-        let bus = Bus::try_new(spi, Policy::fast()).map_err(|e| e.to_string())?;
+        let bus = Bus::try_new(spi, policy).map_err(|e| e.to_string())?;
         let dev = bus.device(DeviceConfig::new(0, hz)).map_err(|e| e.to_string())?;
         Ok(DmaRig { dev, iommu, domain, _lab: lab })
     }

@@ -14,6 +14,7 @@
 //! queue empty. So every message submitted before a sync call from the same
 //! thread has completed before that call runs.
 
+use super::bounce::BounceSlot;
 use super::controller::{Controller, ControllerCaps, InFlight};
 use super::device::DeviceConfig;
 use super::error::{BusStartError, InvalidMessage, SpiError};
@@ -354,6 +355,7 @@ impl Bus {
             face,
             caps: caps.clone(),
             dma: dma.clone(),
+            bounce: BounceSlot::default(),
             setup: None,
             powered: true,
             cs_held: None,

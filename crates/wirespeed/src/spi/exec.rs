@@ -4,6 +4,7 @@
 //!
 //! Chip select is always released when a transfer fails, whatever the policy.
 
+use super::bounce::{self, BounceSlot};
 use super::controller::{
     Completion, Controller, ControllerCaps, ControllerFault, DmaAddrs, DmaSupport, InFlight, TransferTiming,
 };
@@ -58,6 +59,8 @@ pub(crate) struct BusHw {
     pub caps: ControllerCaps,
     /// The controller's DMA engine: transfers of at least its `min_len` go by DMA.
     pub dma: Option<DmaSupport>,
+    /// The bounce buffers of policy `bounce_dma`, made at first use.
+    pub bounce: BounceSlot,
     pub setup: Option<(Mode, u32, u8)>,
     pub powered: bool,
     /// A device whose CS was left active by `cs_change` on a message's last transfer.
@@ -506,8 +509,9 @@ fn shift(
     Ok(timing.completed)
 }
 
-/// Shifts transfer `i` by DMA: its buffers mapped now and unmapped after
-/// (or mapped when the message was prepared: `premapped`).
+/// Shifts transfer `i` by DMA: its buffers mapped now and unmapped after,
+/// or mapped when the message was prepared (`premapped`), or copied through
+/// the bus's bounce buffers (policy `bounce_dma`).
 fn shift_dma(
     hw: &mut BusHw,
     ctx: &ExecCtx<'_>,
@@ -519,20 +523,29 @@ fn shift_dma(
 ) -> Result<Option<Instant>, SpiError> {
     let completion = choose_completion(ctx.policy, &hw.caps, st.wire_ns, ctx.irq_cost);
     let timeout_ns = transfer_timeout_ns(st.wire_ns, st.len, hw.caps.fifo_bytes);
-    let BusHw { face, dma, .. } = hw;
+    let BusHw { face, dma, bounce: slot, .. } = hw;
     let Some(DmaSupport { domain, .. }) = dma.as_ref() else { unreachable!("shift_dma runs only on a bus with DMA") };
-    let fresh = match premapped {
-        Some(_) => None,
-        None => {
+    let mut bounced = match premapped {
+        None if ctx.policy.bounce_dma && bounce::worth_it(domain, st.len) => slot.get(domain),
+        _ => None,
+    };
+    let fresh = match (premapped, &bounced) {
+        (None, None) => {
             // SAFETY: `data` borrows the buffers until this returns, after the
             // unmap below; the driver returns only once the engine has stopped.
             Some(unsafe { TransferMapping::map(domain, data) }.map_err(|reason| SpiError::Dma { index: i, reason })?)
         }
+        _ => None,
     };
-    if let Some(m) = &fresh {
-        m.sync_for_device();
-    }
-    let addrs = premapped.unwrap_or_else(|| fresh.as_ref().map(TransferMapping::addrs).unwrap_or_default());
+    let addrs = match (premapped, bounced.as_mut(), &fresh) {
+        (Some(a), _, _) => a,
+        (None, Some(b), _) => b.load(data),
+        (None, None, Some(m)) => {
+            m.sync_for_device();
+            m.addrs()
+        }
+        (None, None, None) => unreachable!("a transfer that is neither premapped nor bounced was mapped above"),
+    };
     let ctlr = controller(face);
     let timing = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: `addrs` are mapped in the controller's domain for `st.len`
@@ -550,6 +563,9 @@ fn shift_dma(
             std::panic::resume_unwind(panic);
         }
     };
+    if let Some(b) = &bounced {
+        b.unload(data);
+    }
     let unmapped = fresh.map_or(Ok(()), |m| m.unmap(domain));
     let timing = timing.map_err(|f| transfer_error(f, i, timeout_ns))?;
     unmapped.map_err(|reason| SpiError::Dma { index: i, reason })?;

@@ -63,6 +63,7 @@
 //! as Linux spidev) implements [`MessageBackend`] instead and is put under
 //! a bus with [`Bus::with_message_backend`]; nothing above sees the difference.
 
+mod bounce;
 mod bus;
 mod callback;
 mod controller;
@@ -87,6 +88,7 @@ mod transfer;
 mod waits;
 mod wakeup;
 
+pub use bounce::BOUNCE_MAX;
 pub use bus::Bus;
 pub use controller::{
     ClockModel, Completion, Controller, ControllerCaps, ControllerFault, DmaAddrs, DmaSupport, InFlight, TransferTiming,

@@ -32,6 +32,7 @@ use std::time::Duration;
 /// | `optimize_message` | a prepared message is validated again at every run | 5.18 `__spi_validate` in every `__spi_sync`; 6.9 `spi_optimize_message` validates once | off | on | on |
 /// | `premapped_dma` | a prepared message's DMA buffers are mapped and unmapped at every run (IOVA allocation, page-table writes, the IOTLB invalidation of a strict IOMMU) | `spi_map_msg`/`spi_unmap_msg` around every message in `__spi_pump_transfer_message` (5.18) and `spi_transfer_one_message`'s caller (6.9); `spi_optimize_message` does not map | off | off | on |
 /// | `timed_completion` | a transfer longer than the spin threshold sleeps on the interrupt (the wake-up lands after its end) | spi-imx `wait_for_completion_timeout` on the transfer's or the DMA's completion, 5.18 and 6.9 | off | off | on |
+/// | `bounce_dma` | a DMA transfer that is not prepared has the caller's buffers mapped before it and unmapped after it, whatever the IOMMU costs | `spi_map_msg`/`spi_unmap_msg` → `spi_map_buf`, 5.18 and 6.9 (swiotlb bounces only for a device that cannot reach the memory) | off | off | on |
 ///
 /// `idle_delay` stands for when the controller is really powered down: in
 /// both kernels the pump marks the controller idle at once, but runtime PM
@@ -102,6 +103,13 @@ pub struct Policy {
     /// thread's wake-up margin) and polls the rest ([`Completion::Timed`](super::Completion::Timed)).
     /// Off: it sleeps on the interrupt, and the wake-up comes after the end.
     pub timed_completion: bool,
+    /// On: behind an IOMMU that translates (strict or lazy), a DMA transfer
+    /// that is not prepared and is at most [`BOUNCE_MAX`](super::BOUNCE_MAX)
+    /// bytes goes through the bus's own pair of buffers, mapped once: its
+    /// bytes are copied in and out instead of its buffers being mapped and
+    /// unmapped (an IOTLB invalidation in strict mode).
+    /// Off: the caller's buffers are mapped and unmapped around every such transfer.
+    pub bounce_dma: bool,
     /// How long the bus stays idle before teardown (powering the controller down).
     pub idle_delay: Duration,
     /// Adaptive completion's threshold: `None` uses the measured cost of an
@@ -133,6 +141,7 @@ impl Policy {
             optimize_message: true,
             premapped_dma: true,
             timed_completion: true,
+            bounce_dma: true,
             idle_delay: Duration::from_secs(1),
             poll_below_ns: None,
         }
@@ -153,6 +162,7 @@ impl Policy {
             optimize_message: false,
             premapped_dma: false,
             timed_completion: false,
+            bounce_dma: false,
             idle_delay: SPI_IMX_AUTOSUSPEND,
             poll_below_ns: None,
         }
@@ -173,6 +183,7 @@ impl Policy {
             optimize_message: true,
             premapped_dma: false,
             timed_completion: false,
+            bounce_dma: false,
             idle_delay: SPI_IMX_AUTOSUSPEND,
             poll_below_ns: Some(SPI_IMX_POLLING_LIMIT_NS),
         }
@@ -182,7 +193,7 @@ impl Policy {
     pub const PRESETS: [&'static str; 3] = ["classic", "linux-6.9", "fast"];
 
     /// The names of the switches, for ablation and the CLI.
-    pub const SWITCHES: [&'static str; 12] = [
+    pub const SWITCHES: [&'static str; 13] = [
         "sync_in_caller",
         "direct_sync",
         "quiet_pump",
@@ -195,6 +206,7 @@ impl Policy {
         "optimize_message",
         "premapped_dma",
         "timed_completion",
+        "bounce_dma",
     ];
 
     /// Sets one switch by name; false if there is no such switch.
@@ -212,6 +224,7 @@ impl Policy {
             "optimize_message" => &mut self.optimize_message,
             "premapped_dma" => &mut self.premapped_dma,
             "timed_completion" => &mut self.timed_completion,
+            "bounce_dma" => &mut self.bounce_dma,
             _ => return false,
         };
         *field = on;

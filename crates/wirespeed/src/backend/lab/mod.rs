@@ -30,10 +30,17 @@
 //! let dev = bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
 //! let tx = vec![0xA5; 4096];
 //! let mut rx = vec![0; 4096];
-//! dev.sync(&mut [Transfer::duplex(&tx, &mut rx)]).unwrap(); // mapped, moved by DMA, unmapped
+//! // 4096 bytes bounce (policy `bounce_dma`): copied through the bus's own buffers, moved by DMA.
+//! dev.sync(&mut [Transfer::duplex(&tx, &mut rx)]).unwrap();
 //! assert_eq!(rx, tx);
+//! // 64 KiB do not: mapped, moved by DMA, unmapped (lazily: the PTEs at once, the IOTLB at the flush).
+//! let big = vec![0x5A; 65_536];
+//! let mut back = vec![0; 65_536];
+//! dev.sync(&mut [Transfer::duplex(&big, &mut back)]).unwrap();
+//! assert_eq!(back, big);
 //! lazy.flush();
-//! assert_eq!(iommu.mapped_pages(), 0);
+//! drop((dev, bus));
+//! assert_eq!(iommu.mapped_pages(), 0, "the bounce buffers are unmapped with their bus");
 //! ```
 
 pub mod gpio;
