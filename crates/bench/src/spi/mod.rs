@@ -27,7 +27,13 @@
 //! over wire time, the most that any preparation could gain at this size
 //! and clock, since a message cannot take less than its bits; and
 //! `instant_wire`: the same comparison with an infinitely fast wire, i.e.
-//! software cost alone), `ablation` (`[{switch, overhead_us_per_msg}]`), and
+//! software cost alone; beside it `unprepared_mapped_us_per_msg`, unprepared
+//! with `bounce_dma` off, and `prepared_speedup_over_mapped`: behind a
+//! translating IOMMU an unprepared fast DMA transfer of up to `BOUNCE_MAX`
+//! bytes goes through bounce buffers mapped once, so it skips the mapping
+//! as a prepared one does and `prepared_speedup` is near 1 there; the
+//! latter shows what a kept mapping is worth against mapping per
+//! transfer), `ablation` (`[{switch, overhead_us_per_msg}]`), and
 //! `async` (`{sync, async, async_unpipelined}` each `{bus_utilization,
 //! msgs_per_s, wire_s, elapsed_s}` (medians over repetitions); `async_unpipelined` is async with `pipelined_pump` off,
 //! that switch's share: it acts only on queued messages, so its entry in
@@ -224,6 +230,9 @@ pub struct SpiReport {
     pub prepared_us_per_msg: f64,
     /// Unprepared and prepared µs per message on an instant wire (software alone).
     pub software_us_per_msg: (f64, f64),
+    /// Unprepared µs per message on an instant wire with `bounce_dma` off:
+    /// every DMA transfer maps and unmaps its own buffers.
+    pub software_mapped_us_per_msg: f64,
     pub ablation: Vec<(String, f64)>,
     pub throughput: Option<throughput::Comparison>,
     /// Every sampled message's latency per policy, if
@@ -298,19 +307,23 @@ impl SpiOptions {
 pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     o.check()?;
     // Rigs: 0 classic, 1 fast, 2 fast on an instant wire (software cost
-    // alone), 3 linux-6.9, then one per ablation switch. Off the lab's block
+    // alone), 3 linux-6.9, 4 fast without bounce buffers on the instant
+    // wire (every transfer maps its own), then one per ablation switch. Off the lab's block
     // there is no instant wire: rig 2 is then another fast rig on the
     // target, and the instant-wire figures are left out (null).
     let t = &o.target;
+    let mapping = Policy { bounce_dma: false, ..Policy::fast() };
     let mut rigs = vec![
         Rig::on(t, Policy::classic(), o.hz, false)?,
         Rig::on(t, Policy::fast(), o.hz, false)?,
         Rig::on(t, Policy::fast(), o.hz, t.is_lab_block())?,
         Rig::on(t, Policy::linux69(), o.hz, false)?,
+        Rig::on(t, mapping, o.hz, t.is_lab_block())?,
     ];
     let on = |rig, style| Series { rig, style, rounds: Vec::new() };
     // Series: 0 classic, 1 fast, 2 fast prepared, 3/4 the same two on the
-    // instant wire, 5 linux-6.9, then the ablation series.
+    // instant wire, 5 linux-6.9, 6 unprepared without bounce buffers on the
+    // instant wire, then the ablation series.
     let mut series = vec![
         on(0, Style::Unprepared),
         on(1, Style::Unprepared),
@@ -318,8 +331,9 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
         on(2, Style::Unprepared),
         on(2, Style::Prepared),
         on(3, Style::Unprepared),
+        on(4, Style::Unprepared),
     ];
-    const ABLATION_FROM: usize = 6;
+    const ABLATION_FROM: usize = 7;
     if o.ablation {
         for s in Policy::SWITCHES {
             let mut p = Policy::fast();
@@ -353,13 +367,11 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     let fast = series[1].figures(wire_us, traced_cs_figures(&rigs[1], o.size, traced)?);
     let linux69 = series[5].figures(wire_us, traced_cs_figures(&rigs[3], o.size, traced)?);
     let prepared = series[2].figures(wire_us, (f64::NAN, f64::NAN));
-    let (soft_unprepared, soft_prepared) = if t.is_lab_block() {
-        (
-            series[3].figures(0.0, (f64::NAN, f64::NAN)).elapsed_us_per_msg,
-            series[4].figures(0.0, (f64::NAN, f64::NAN)).elapsed_us_per_msg,
-        )
+    let (soft_unprepared, soft_prepared, soft_mapped) = if t.is_lab_block() {
+        let soft = |i: usize| series[i].figures(0.0, (f64::NAN, f64::NAN)).elapsed_us_per_msg;
+        (soft(3), soft(4), soft(6))
     } else {
-        (f64::NAN, f64::NAN)
+        (f64::NAN, f64::NAN, f64::NAN)
     };
     let ablation = if o.ablation {
         Policy::SWITCHES
@@ -386,6 +398,7 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
         options: o.clone(),
         clock_hz,
         software_us_per_msg: (soft_unprepared, soft_prepared),
+        software_mapped_us_per_msg: soft_mapped,
         unprepared_us_per_msg: fast.elapsed_us_per_msg,
         prepared_us_per_msg: prepared.elapsed_us_per_msg,
         classic,
@@ -451,6 +464,8 @@ impl SpiReport {
                 "unprepared_us_per_msg": r(self.software_us_per_msg.0, 3),
                 "prepared_us_per_msg": r(self.software_us_per_msg.1, 3),
                 "prepared_speedup": r(self.software_us_per_msg.0 / self.software_us_per_msg.1, 4),
+                "unprepared_mapped_us_per_msg": r(self.software_mapped_us_per_msg, 3),
+                "prepared_speedup_over_mapped": r(self.software_mapped_us_per_msg / self.software_us_per_msg.1, 4),
             },
             "ablation": self.ablation.iter().map(|(s, o)| json!({"switch": s, "overhead_us_per_msg": r(*o, 3)})).collect::<Vec<_>>(),
         });
@@ -521,6 +536,11 @@ impl SpiReport {
         out.push_str(&format!(
             "software alone (instant wire): prepared {sp:.3} µs vs unprepared {su:.3} µs: speedup {:.3}\n",
             su / sp
+        ));
+        let sm = self.software_mapped_us_per_msg;
+        out.push_str(&format!(
+            "  unprepared with its buffers mapped per transfer (bounce_dma off) {sm:.3} µs: prepared speedup over it {:.3}\n",
+            sm / sp
         ));
         if !self.ablation.is_empty() {
             let mut a = Table::new(&["fast with one switch off", "overhead (µs/msg)", "vs fast"]);
