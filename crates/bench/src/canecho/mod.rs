@@ -38,7 +38,11 @@
 //!   and `timed_echo_thread_cpu_pct`, what the echo thread's waiting cost.
 //!   With `fast` the driver's INT wait polls ahead of a predicted interrupt
 //!   within its CPU budget (`IntWaitConfig`); with the kernel presets it
-//!   always sleeps on the interrupt, as the kernel's threaded IRQ does;
+//!   always sleeps on the interrupt, as the kernel's threaded IRQ does.
+//!   `int_wait` counts how the driver's INT waits ended: `polled`, `woken`,
+//!   `immediate` (asserted already), `timed_sleeps`, `early` (the
+//!   interrupt came during a timed sleep, before its poll window: woken)
+//!   and `poll_misses`;
 //! - the **load run** (back-to-back frames, 20,000 by default) for CPU:
 //!   `irq_thread_cpu_pct` is the CPU time of the threads that do the IRQ
 //!   path's work — the echo thread (`CLOCK_THREAD_CPUTIME_ID`) plus the SPI
@@ -224,6 +228,14 @@ impl PolicyReport {
             "gap_us": summary(&t.gaps_us),
             "irq_low_us": r1(median(&t.irq_low_us)),
             "int_delivery_us": r1(median(&t.int_delivery_us)),
+            "int_wait": {
+                "polled": t.int_wait.polled,
+                "woken": t.int_wait.woken,
+                "immediate": t.int_wait.immediate,
+                "timed_sleeps": t.int_wait.timed_sleeps,
+                "early": t.int_wait.early,
+                "poll_misses": t.int_wait.poll_misses,
+            },
             "gap_breakdown_us": {
                 "eof_to_int": r1(median(&t.breakdown_us[0])),
                 "int_to_first_cs": r1(median(&t.breakdown_us[1])),
@@ -473,6 +485,13 @@ impl CanechoReport {
         row("RX EOF → echo SOF (µs)", &|p| p.median_gap(), "380", "152");
         row("IRQ line low (µs)", &|p| median(&p.timed.irq_low_us), "160", "55");
         row("INT asserted late by the lab (µs)", &|p| median(&p.timed.int_delivery_us), "-", "-");
+        row("INT found by polling (% of waits)", &|p| p.timed.int_wait.share(p.timed.int_wait.polled), "-", "-");
+        row(
+            "  came during the timed sleep before it (%)",
+            &|p| p.timed.int_wait.share(p.timed.int_wait.early),
+            "-",
+            "-",
+        );
         row("CS → first clock (µs)", &|p| median(&p.timed.cs_to_clock_us), "10", "2.6");
         row("CS high, 1st → 2nd access (µs)", &|p| median(&p.timed.cs_high_gap_us), "25", "5");
         row("IRQ thread CPU at full load (%)", &|p| p.irq_cpu_pct_without_lab_wakes(), "13.3", "4.4");
@@ -627,6 +646,14 @@ mod tests {
         // So `cpu_ratio_bound` is a bound: fast's CPU is not below its wire time.
         let (cpu, wire) = (r.fast.cpu_us_per_echo(), r.fast.wire_us_per_echo());
         assert!(wire > 0.0 && cpu >= wire, "fast polls its transfers: {cpu} µs CPU, {wire} µs wire an echo");
+        // The kernel presets sleep on every interrupt; every policy waited
+        // for some, and an interrupt during a timed sleep woke it.
+        for (p, pr) in [("classic", &r.classic), ("linux69", &r.linux69), ("fast", &r.fast)] {
+            let w = pr.timed.int_wait;
+            assert!(w.polled + w.woken + w.immediate > 0 && w.early <= w.woken, "{p}: {w:?}");
+            assert!(p == "fast" || (w.polled, w.timed_sleeps) == (0, 0), "{p} polled for INT: {w:?}");
+            assert_eq!(j[p]["int_wait"]["woken"], w.woken, "{p}");
+        }
         assert!(r.table().contains("RX EOF → echo SOF"));
         assert_eq!(j["model"]["errata"].as_array().map(Vec::len), Some(Errata::ALL.names().len()), "{j}");
         for p in ["classic", "linux69", "fast"] {

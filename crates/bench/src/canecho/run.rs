@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 use wirespeed::spi::Policy;
 use wirespeed_drivers::can::CanId;
-use wirespeed_drivers::mcp251xfd::{Config, Mcp251xfd};
+use wirespeed_drivers::mcp251xfd::{Config, IntWaitStats, Mcp251xfd};
 use wirespeed_lab::can::tools::pair_echoes;
 use wirespeed_lab::can::INTERMISSION_BITS;
 use wirespeed_lab::spi::{Clocked, SpiController};
@@ -34,6 +34,64 @@ pub struct EchoOutcome {
     pub lab_wakes: WakeCost,
     /// What the SPI block clocked while the echo loop ran.
     pub clocked: Clocked,
+    /// How the driver's INT waits ended.
+    pub int_wait: IntWaitCounts,
+}
+
+/// How the driver's INT waits ended (its [`IntWaitStats`], summed over rounds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntWaitCounts {
+    /// Found by polling the level.
+    pub polled: u64,
+    /// Woke a sleep on the edge.
+    pub woken: u64,
+    /// Already asserted when the wait began.
+    pub immediate: u64,
+    /// Timed sleeps ahead of a predicted interrupt.
+    pub timed_sleeps: u64,
+    /// Came during a timed sleep, before its poll window (part of `woken`).
+    pub early: u64,
+    /// Poll windows that ended without the interrupt.
+    pub poll_misses: u64,
+}
+
+impl From<IntWaitStats> for IntWaitCounts {
+    fn from(s: IntWaitStats) -> IntWaitCounts {
+        IntWaitCounts {
+            polled: s.polled,
+            woken: s.woken,
+            immediate: s.immediate,
+            timed_sleeps: s.timed_sleeps,
+            early: s.early,
+            poll_misses: s.poll_misses,
+        }
+    }
+}
+
+impl IntWaitCounts {
+    /// `n` as a percentage of the waits (0 when there were none).
+    pub fn share(&self, n: u64) -> f64 {
+        let waits = self.polled + self.woken + self.immediate;
+        if waits == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / waits as f64
+        }
+    }
+}
+
+impl std::ops::Add for IntWaitCounts {
+    type Output = IntWaitCounts;
+    fn add(self, o: IntWaitCounts) -> IntWaitCounts {
+        IntWaitCounts {
+            polled: self.polled + o.polled,
+            woken: self.woken + o.woken,
+            immediate: self.immediate + o.immediate,
+            timed_sleeps: self.timed_sleeps + o.timed_sleeps,
+            early: self.early + o.early,
+            poll_misses: self.poll_misses + o.poll_misses,
+        }
+    }
 }
 
 /// The echo id: one below the request's (above for id 0), so that at full
@@ -87,9 +145,7 @@ fn echo_thread(
     let _ = d.poll();
     let _ = d.reap_tef();
     let s = d.stats();
-    if std::env::var_os("CANECHO_DEBUG").is_some() {
-        eprintln!("{:?}\n{:?}", d.int_wait_stats(), s);
-    }
+    out.int_wait = d.int_wait_stats().into();
     out.rx_frames = s.rx_frames;
     out.rx_overflows = s.rx_overflows;
     out.rx_dropped = s.rx_dropped;
@@ -248,6 +304,8 @@ pub struct Timed {
     pub echo_cpu_pct: f64,
     /// How many times one of the driver's erratum workarounds fired.
     pub errata_recovered: u64,
+    /// How the driver's INT waits ended.
+    pub int_wait: IntWaitCounts,
 }
 
 impl Timed {
@@ -272,6 +330,7 @@ impl Timed {
         s.frames_echoed += o.frames_echoed;
         s.payload_mismatches += o.payload_mismatches;
         s.errata_recovered += o.errata_recovered;
+        s.int_wait = s.int_wait + o.int_wait;
         if s.transfers_per_frame.is_empty() {
             s.transfers_per_frame = o.transfers_per_frame;
         }
@@ -320,6 +379,7 @@ pub fn timed(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) 
         frames_sent: rig.gen.frames_sent(),
         echo_cpu_pct: echo.thread_cpu_ns as f64 * 100.0 / run_ns as f64,
         errata_recovered: echo.errata_recovered,
+        int_wait: echo.int_wait,
         limit,
         ..Timed::default()
     };
