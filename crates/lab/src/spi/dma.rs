@@ -27,8 +27,8 @@ pub struct DmaDescriptor {
     pub rx: Option<u64>,
 }
 
-/// The most words one [`Step::Words`] hands over: the caller's buffers
-/// live on its stack.
+/// The most words one [`Step::Words`] hands over (the size of the
+/// model's chunk buffers).
 pub(super) const DMA_CHUNK_WORDS: usize = 256;
 
 /// Bytes a word of `bits` bits takes in memory (and in the FIFO).
@@ -409,7 +409,7 @@ impl DmaEngine {
 }
 
 /// Reads `words.len()` consecutive words of `bytes` bytes (native endian)
-/// from host address `a`. One loop per width, so that each vectorises.
+/// from host address `a`: the width is matched once per chunk, not per word.
 ///
 /// # Safety
 /// `[a, a + words.len() × bytes)` must be readable.

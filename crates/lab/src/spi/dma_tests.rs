@@ -13,14 +13,21 @@ const WORD_NS: u64 = 80;
 const TX_IOVA: u64 = 0x1000_0000;
 const RX_IOVA: u64 = 0x2000_0000;
 
-fn dma_block_with(config: LabConfig) -> (Lab, SpiController, Loopback) {
+/// A block with `dev` selected on CS 0, 8-bit words of [`WORD_NS`], its
+/// done and error interrupts enabled.
+fn block_on(config: LabConfig, dev: impl SpiDeviceModel + 'static) -> (Lab, SpiController) {
     let lab = Lab::new(config);
     let block = lab.spi_controller(SpiControllerConfig { power_up_ns: 0, ..SpiControllerConfig::default() });
-    let dev = Loopback::new();
-    block.attach(0, dev.clone());
+    block.attach(0, dev);
     block.write(CS, CS_ASSERT);
     block.write(CLKDIV, 2);
     block.write(IRQEN, IRQ_DONE | IRQ_ERR);
+    (lab, block)
+}
+
+fn dma_block_with(config: LabConfig) -> (Lab, SpiController, Loopback) {
+    let dev = Loopback::new();
+    let (lab, block) = block_on(config, dev.clone());
     (lab, block, dev)
 }
 
@@ -385,12 +392,8 @@ impl SpiDeviceModel for Witness {
 
 #[test]
 fn a_polled_burst_hands_a_device_each_word_once_in_order_at_its_start_and_only_after_its_end() {
-    let lab = Lab::new(LabConfig::default());
-    let block = lab.spi_controller(SpiControllerConfig { power_up_ns: 0, ..SpiControllerConfig::default() });
     let witness = Witness::default();
-    block.attach(0, witness.clone());
-    block.write(CS, CS_ASSERT);
-    block.write(CLKDIV, 2);
+    let (_lab, block) = block_on(LabConfig::default(), witness.clone());
     let (mut tx, rx) = (Pages::new(2), Pages::new(2));
     pattern(&mut tx);
     // 5000 words from the middle of a page: chunks meet a page boundary and the polls' instants.

@@ -92,15 +92,12 @@ impl Analyser {
             }
         }
     }
+}
 
-    fn word(&mut self, f: &InFlight, bits: u8, miso: u32) {
-        self.clocked.words += 1;
-        self.clocked.bits += u64::from(bits);
-        self.clocked.wire_ns += f.end.ns_since(f.start);
-        if self.trace.is_enabled() {
-            self.trace.record(TraceEvent::Word { start: f.start, end: f.end, bits, mosi: f.mosi, miso });
-        }
-    }
+/// A DMA chunk's words: what was sent, and the answers.
+struct Chunk {
+    mosi: [u32; DMA_CHUNK_WORDS],
+    miso: [u32; DMA_CHUNK_WORDS],
 }
 
 struct External {
@@ -137,6 +134,9 @@ pub(super) struct Model {
     pub(super) analyser: Analyser,
     pub(super) power_ups: u64,
     pub(super) dma: DmaEngine,
+    /// The DMA chunk being worked out (allocated once: a poll during a
+    /// burst does not clear 2 KiB of stack).
+    chunk: Box<Chunk>,
     pub(super) faults: InjectedFaults,
     /// When the pending interrupt check runs (a check that finds the
     /// state changed is harmless, so a superseded one is never cancelled).
@@ -167,42 +167,25 @@ fn bits_of(ctrl: u32) -> u8 {
     (((ctrl >> CTRL_BPW_SHIFT) & CTRL_BPW_MASK) + 1) as u8
 }
 
-/// One word on the wires: the selected devices receive `f.mosi` (the native
-/// one answers, else the first selected external one; nobody: all ones),
-/// and the analyser sees it. Returns MISO, `bits` wide.
-#[inline]
-fn shift_word(
-    cs: u32,
-    devices: &mut [Option<Box<dyn SpiDeviceModel>>],
-    external: &mut [External],
-    analyser: &mut Analyser,
-    f: &InFlight,
-    bits: u8,
-) -> u32 {
-    let native = cs & CS_ASSERT != 0;
-    let line = (cs & CS_LINE_MASK) as usize;
-    let mut miso = u32::MAX >> (32 - u32::from(bits));
-    let mut answered = false;
-    if native {
-        if let Some(Some(d)) = devices.get_mut(line) {
-            miso = d.exchange(f.mosi, bits, f.start);
-            answered = true;
-        }
+/// `dev`'s answers to `mosi`: a FIFO's single word through
+/// [`SpiDeviceModel::exchange`], a DMA chunk through
+/// [`SpiDeviceModel::exchange_burst`].
+#[inline(always)]
+fn exchange(dev: &mut dyn SpiDeviceModel, mosi: &[u32], miso: &mut [u32], (bits, start, word_ns): (u8, Instant, u64)) {
+    match (mosi, &mut *miso) {
+        ([m], [r]) => *r = dev.exchange(*m, bits, start),
+        _ => dev.exchange_burst(mosi, miso, bits, start, word_ns),
     }
-    for e in external.iter_mut().filter(|e| e.selected) {
-        let m = e.device.exchange(f.mosi, bits, f.start);
-        if !answered {
-            miso = m;
-            answered = true;
-        }
-    }
-    miso &= u32::MAX >> (32 - u32::from(bits));
-    analyser.word(f, bits, miso);
-    miso
 }
 
-/// [`shift_word`] for a DMA chunk: `mosi.len()` words back to back, the
-/// first starting at `start`; their answers go to `miso` (as long as `mosi`).
+/// Words on the wires, back to back, the first starting at `start`: the
+/// selected devices receive `mosi` (the native one answers, else the first
+/// selected external one; nobody: all ones), and the analyser sees them.
+/// Their answers, `bits` wide, go to `miso` (as long as `mosi`, at most
+/// [`DMA_CHUNK_WORDS`]). Inlined at both callers: called out of line, the
+/// FIFO path's one-word calls cost about 70 more instructions a word
+/// (callgrind, `scripts/instructions`).
+#[inline(always)]
 fn shift_words(
     cs: u32,
     devices: &mut [Option<Box<dyn SpiDeviceModel>>],
@@ -218,17 +201,16 @@ fn shift_words(
     let mut answered = false;
     if native {
         if let Some(Some(d)) = devices.get_mut(line) {
-            d.exchange_burst(mosi, miso, bits, start, word_ns);
+            exchange(d.as_mut(), mosi, miso, (bits, start, word_ns));
             answered = true;
         }
     }
     for e in external.iter_mut().filter(|e| e.selected) {
         if answered {
             let mut unheard = [0u32; DMA_CHUNK_WORDS];
-            let n = mosi.len().min(DMA_CHUNK_WORDS);
-            e.device.exchange_burst(&mosi[..n], &mut unheard[..n], bits, start, word_ns);
+            exchange(e.device.as_mut(), mosi, &mut unheard[..mosi.len()], (bits, start, word_ns));
         } else {
-            e.device.exchange_burst(mosi, miso, bits, start, word_ns);
+            exchange(e.device.as_mut(), mosi, miso, (bits, start, word_ns));
             answered = true;
         }
     }
@@ -268,6 +250,7 @@ impl Model {
             analyser: Analyser::default(),
             power_ups: 0,
             dma: DmaEngine::new(),
+            chunk: Box::new(Chunk { mosi: [0; DMA_CHUNK_WORDS], miso: [0; DMA_CHUNK_WORDS] }),
             faults: InjectedFaults::default(),
             check_at: None,
         }
@@ -314,8 +297,18 @@ impl Model {
                     break;
                 }
                 let f = self.inflight.pop_front().expect("front exists");
-                let miso = shift_word(self.cs, &mut self.devices, &mut self.external, &mut self.analyser, &f, b.bits);
-                self.rx.push_back(miso);
+                let mut miso = [0];
+                let word = (b.bits, f.start, b.word_ns);
+                shift_words(
+                    self.cs,
+                    &mut self.devices,
+                    &mut self.external,
+                    &mut self.analyser,
+                    &[f.mosi],
+                    &mut miso,
+                    word,
+                );
+                self.rx.push_back(miso[0]);
                 b.done += 1;
                 if b.done == b.len {
                     self.done_flag = true;
@@ -346,12 +339,11 @@ impl Model {
 
     /// [`Model::advance`] for a DMA burst.
     fn advance_dma(&mut self, t: Instant) {
-        let mut mosi = [0u32; DMA_CHUNK_WORDS];
-        let mut miso = [0u32; DMA_CHUNK_WORDS];
+        let chunk = &mut *self.chunk;
         loop {
-            match self.dma.step(t, &mut mosi) {
+            match self.dma.step(t, &mut chunk.mosi) {
                 Step::Words { n, bits, start, word_ns } => {
-                    let (mosi, miso) = (&mosi[..n], &mut miso[..n]);
+                    let (mosi, miso) = (&chunk.mosi[..n], &mut chunk.miso[..n]);
                     let words = (bits, start, word_ns);
                     shift_words(self.cs, &mut self.devices, &mut self.external, &mut self.analyser, mosi, miso, words);
                     if self.dma.finish_words(miso) {
