@@ -18,6 +18,7 @@
 //! (as with Linux's swiotlb).
 
 use super::controller::DmaAddrs;
+use super::policy::Policy;
 use super::transfer::Data;
 use crate::dma::{Direction, DmaBuffer, DmaDomain, IommuMode, RawMapping};
 use std::mem::ManuallyDrop;
@@ -27,7 +28,7 @@ use std::sync::Arc;
 pub const BOUNCE_MAX: usize = 16 * 1024;
 
 /// Whether a transfer of `len` bytes in `domain` bounces.
-pub(crate) fn worth_it(domain: &DmaDomain, len: usize) -> bool {
+fn worth_it(domain: &DmaDomain, len: usize) -> bool {
     len <= BOUNCE_MAX && matches!(domain.mode(), IommuMode::Strict | IommuMode::Lazy)
 }
 
@@ -42,8 +43,12 @@ pub(crate) enum BounceSlot {
 }
 
 impl BounceSlot {
-    /// The buffers, made on the first call.
-    pub(crate) fn get(&mut self, domain: &Arc<DmaDomain>) -> Option<&mut Bounce> {
+    /// The buffers for a transfer of `len` bytes that is not prepared, if
+    /// `policy` and `domain` have it bounce (made on first use).
+    pub(crate) fn get_for(&mut self, policy: &Policy, domain: &Arc<DmaDomain>, len: usize) -> Option<&mut Bounce> {
+        if !policy.bounce_dma || !worth_it(domain, len) {
+            return None;
+        }
         if matches!(self, BounceSlot::Untried) {
             *self = Bounce::new(domain).map_or(BounceSlot::Unavailable, BounceSlot::Ready);
         }
@@ -62,7 +67,8 @@ pub(crate) struct Bounce {
     domain: Arc<DmaDomain>,
     tx: ManuallyDrop<DmaBuffer>,
     rx: ManuallyDrop<DmaBuffer>,
-    maps: Option<(RawMapping, RawMapping)>,
+    tx_map: ManuallyDrop<RawMapping>,
+    rx_map: ManuallyDrop<RawMapping>,
 }
 
 impl Bounce {
@@ -85,46 +91,39 @@ impl Bounce {
                 return Err(e);
             }
         };
-        Ok(Bounce { domain: domain.clone(), tx, rx, maps: Some((tx_map, rx_map)) })
+        let (tx_map, rx_map) = (ManuallyDrop::new(tx_map), ManuallyDrop::new(rx_map));
+        Ok(Bounce { domain: domain.clone(), tx, rx, tx_map, rx_map })
     }
 
     /// Copies what `data` sends into the TX buffer and returns the device
     /// addresses to shift `data` from and into. `data` is at most [`BOUNCE_MAX`] bytes.
     pub(crate) fn load(&mut self, data: &Data<'_>) -> DmaAddrs {
-        let (tx_map, rx_map) = self.maps.as_ref().expect("mapped until dropped");
-        let sent = match data {
-            Data::Write(b) | Data::Duplex(b, _) => Some(&b[..]),
-            Data::InPlace(b) => Some(&b[..]),
-            Data::Read(_) => None,
-        };
+        let sent = data.tx();
         if let Some(b) = sent {
             self.tx.as_mut_slice()[..b.len()].copy_from_slice(b);
-            tx_map.sync_for_device();
+            self.tx_map.sync_for_device();
         }
         let received = !matches!(data, Data::Write(_));
-        DmaAddrs { tx: sent.map(|_| tx_map.device_addr()), rx: received.then(|| rx_map.device_addr()) }
+        DmaAddrs { tx: sent.map(|_| self.tx_map.device_addr()), rx: received.then(|| self.rx_map.device_addr()) }
     }
 
     /// After the engine stopped: copies what was received into `data`.
     pub(crate) fn unload(&self, data: &mut Data<'_>) {
-        let (_, rx_map) = self.maps.as_ref().expect("mapped until dropped");
-        rx_map.sync_for_cpu();
-        let into: &mut [u8] = match data {
-            Data::Write(_) => return,
-            Data::Read(b) | Data::InPlace(b) | Data::Duplex(_, b) => b,
-        };
-        let n = into.len();
-        into.copy_from_slice(&self.rx.as_slice()[..n]);
+        self.rx_map.sync_for_cpu();
+        if let Some(into) = data.rx_mut() {
+            let n = into.len();
+            into.copy_from_slice(&self.rx.as_slice()[..n]);
+        }
     }
 }
 
 impl Drop for Bounce {
     fn drop(&mut self) {
-        let Some((tx, rx)) = self.maps.take() else { return };
-        let tx_unmapped = self.domain.unmap_raw(tx).is_ok();
-        let rx_unmapped = self.domain.unmap_raw(rx).is_ok();
-        // SAFETY: each buffer is dropped once, here, and never used after.
+        // SAFETY: each mapping and each buffer is taken or dropped once,
+        // here, and never used after.
         unsafe {
+            let tx_unmapped = self.domain.unmap_raw(ManuallyDrop::take(&mut self.tx_map)).is_ok();
+            let rx_unmapped = self.domain.unmap_raw(ManuallyDrop::take(&mut self.rx_map)).is_ok();
             if tx_unmapped {
                 ManuallyDrop::drop(&mut self.tx);
             }

@@ -4,7 +4,7 @@
 //!
 //! Chip select is always released when a transfer fails, whatever the policy.
 
-use super::bounce::{self, BounceSlot};
+use super::bounce::{Bounce, BounceSlot};
 use super::controller::{
     Completion, Controller, ControllerCaps, ControllerFault, DmaAddrs, DmaSupport, InFlight, TransferTiming,
 };
@@ -509,6 +509,16 @@ fn shift(
     Ok(timing.completed)
 }
 
+/// Where a DMA transfer's bytes are while the engine moves them.
+enum DmaBuffers<'b> {
+    /// In the prepared message's buffers, mapped for its lifetime.
+    Premapped(DmaAddrs),
+    /// Copied through the bus's bounce buffers.
+    Bounced(&'b mut Bounce),
+    /// In the transfer's own buffers, mapped for it.
+    Mapped(TransferMapping),
+}
+
 /// Shifts transfer `i` by DMA: its buffers mapped now and unmapped after,
 /// or mapped when the message was prepared (`premapped`), or copied through
 /// the bus's bounce buffers (policy `bounce_dma`).
@@ -525,26 +535,24 @@ fn shift_dma(
     let timeout_ns = transfer_timeout_ns(st.wire_ns, st.len, hw.caps.fifo_bytes);
     let BusHw { face, dma, bounce: slot, .. } = hw;
     let Some(DmaSupport { domain, .. }) = dma.as_ref() else { unreachable!("shift_dma runs only on a bus with DMA") };
-    let mut bounced = match premapped {
-        None if ctx.policy.bounce_dma && bounce::worth_it(domain, st.len) => slot.get(domain),
-        _ => None,
-    };
-    let fresh = match (premapped, &bounced) {
-        (None, None) => {
+    let mut buffers = match premapped {
+        Some(a) => DmaBuffers::Premapped(a),
+        None => match slot.get_for(ctx.policy, domain, st.len) {
+            Some(b) => DmaBuffers::Bounced(b),
             // SAFETY: `data` borrows the buffers until this returns, after the
             // unmap below; the driver returns only once the engine has stopped.
-            Some(unsafe { TransferMapping::map(domain, data) }.map_err(|reason| SpiError::Dma { index: i, reason })?)
-        }
-        _ => None,
+            None => DmaBuffers::Mapped(
+                unsafe { TransferMapping::map(domain, data) }.map_err(|reason| SpiError::Dma { index: i, reason })?,
+            ),
+        },
     };
-    let addrs = match (premapped, bounced.as_mut(), &fresh) {
-        (Some(a), _, _) => a,
-        (None, Some(b), _) => b.load(data),
-        (None, None, Some(m)) => {
+    let addrs = match &mut buffers {
+        DmaBuffers::Premapped(a) => *a,
+        DmaBuffers::Bounced(b) => b.load(data),
+        DmaBuffers::Mapped(m) => {
             m.sync_for_device();
             m.addrs()
         }
-        (None, None, None) => unreachable!("a transfer that is neither premapped nor bounced was mapped above"),
     };
     let ctlr = controller(face);
     let timing = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -557,16 +565,20 @@ fn shift_dma(
         Ok(t) => t,
         Err(panic) => {
             ctlr.abort();
-            if let Some(m) = fresh {
+            if let DmaBuffers::Mapped(m) = buffers {
                 let _ = m.unmap(domain);
             }
             std::panic::resume_unwind(panic);
         }
     };
-    if let Some(b) = &bounced {
-        b.unload(data);
-    }
-    let unmapped = fresh.map_or(Ok(()), |m| m.unmap(domain));
+    let unmapped = match buffers {
+        DmaBuffers::Premapped(_) => Ok(()),
+        DmaBuffers::Bounced(b) => {
+            b.unload(data);
+            Ok(())
+        }
+        DmaBuffers::Mapped(m) => m.unmap(domain),
+    };
     let timing = timing.map_err(|f| transfer_error(f, i, timeout_ns))?;
     unmapped.map_err(|reason| SpiError::Dma { index: i, reason })?;
     if let (Completion::Irq, Some(started), Some(done)) = (completion, timing.started, timing.completed) {

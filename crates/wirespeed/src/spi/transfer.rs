@@ -99,6 +99,21 @@ impl Data<'_> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The bytes sent (`None` for a read, which sends zeros).
+    pub fn tx(&self) -> Option<&[u8]> {
+        match self {
+            Data::Write(b) | Data::Duplex(b, _) => Some(b),
+            Data::InPlace(b) => Some(b),
+            Data::Read(_) => None,
+        }
+    }
+    /// Where the bytes received go (`None` for a write, which drops them).
+    pub fn rx_mut(&mut self) -> Option<&mut [u8]> {
+        match self {
+            Data::Read(b) | Data::InPlace(b) | Data::Duplex(_, b) => Some(b),
+            Data::Write(_) => None,
+        }
+    }
 }
 
 /// One transfer of a message: a buffer and how to clock it.

@@ -71,21 +71,6 @@ fn rx_store(buf: &mut [u8], i: usize, wb: usize, w: u32) {
     }
 }
 
-fn tx_of<'a>(data: &'a Data<'_>) -> Option<&'a [u8]> {
-    match data {
-        Data::Write(b) | Data::Duplex(b, _) => Some(b),
-        Data::InPlace(b) => Some(b),
-        Data::Read(_) => None,
-    }
-}
-
-fn rx_of<'a>(data: &'a mut Data<'_>) -> Option<&'a mut [u8]> {
-    match data {
-        Data::Read(b) | Data::InPlace(b) | Data::Duplex(_, b) => Some(b),
-        Data::Write(_) => None,
-    }
-}
-
 /// A transfer's time limit. The clock is read only when the driver first
 /// has to wait: a burst that is done at its first status read (a short
 /// transfer on a fast wire) costs no clock read for its timeout.
@@ -222,7 +207,7 @@ impl LabSpi {
         if preloaded == 0 {
             self.block.write(regs::XFERLEN, (end - from) as u32);
             pushed = (from + depth).min(end);
-            self.push(tx_of(data), from..pushed, wb);
+            self.push(data.tx(), from..pushed, wb);
         }
         let irq = completion == Completion::Irq;
         if irq {
@@ -346,7 +331,7 @@ impl LabSpi {
         let to = (pushed + room).min(end);
         // RX words stored so far lie before `popped` ≤ `pushed`, so an
         // in-place buffer's bytes from `pushed` on are still TX data.
-        self.push(tx_of(data), pushed..to, wb);
+        self.push(data.tx(), pushed..to, wb);
         to
     }
 
@@ -360,7 +345,7 @@ impl LabSpi {
 
     /// Pops words `words` from the RX FIFO into `data` (dropped for a write).
     fn drain(&self, data: &mut Data<'_>, words: Range<usize>, wb: usize) {
-        match rx_of(data) {
+        match data.rx_mut() {
             Some(buf) if wb == 1 => {
                 for b in &mut buf[words] {
                     *b = self.block.read(regs::RXDATA) as u8;
@@ -412,7 +397,7 @@ impl Controller for LabSpi {
         let words = (data.len() / wb).min(MAX_BURST_WORDS);
         let n = words.min(self.depth(wb));
         self.block.write(regs::XFERLEN, words as u32);
-        self.push(tx_of(data), 0..n, wb);
+        self.push(data.tx(), 0..n, wb);
         self.preloaded = n;
         n
     }
@@ -452,7 +437,7 @@ impl Controller for LabSpi {
             Completion::Timed if n <= self.depth(wb) => {
                 if preloaded < n {
                     self.block.write(regs::XFERLEN, n as u32);
-                    self.push(tx_of(data), preloaded..n, wb);
+                    self.push(data.tx(), preloaded..n, wb);
                 }
                 return self.shift_timed(data, n, wb, &mut timeout, in_flight);
             }
