@@ -96,7 +96,7 @@ mod run;
 
 use crate::stats::{median, round};
 use crate::table::Table;
-use run::{summary, Load, Timed};
+use run::{int_wait_share, summary, Load, Timed};
 use serde_json::json;
 use wirespeed::spi::Policy;
 use wirespeed_lab::devices::mcp2518fd::Errata;
@@ -485,10 +485,15 @@ impl CanechoReport {
         row("RX EOF → echo SOF (µs)", &|p| p.median_gap(), "380", "152");
         row("IRQ line low (µs)", &|p| median(&p.timed.irq_low_us), "160", "55");
         row("INT asserted late by the lab (µs)", &|p| median(&p.timed.int_delivery_us), "-", "-");
-        row("INT found by polling (% of waits)", &|p| p.timed.int_wait.share(p.timed.int_wait.polled), "-", "-");
+        row(
+            "INT found by polling (% of waits)",
+            &|p| int_wait_share(&p.timed.int_wait, p.timed.int_wait.polled),
+            "-",
+            "-",
+        );
         row(
             "  came during the timed sleep before it (%)",
-            &|p| p.timed.int_wait.share(p.timed.int_wait.early),
+            &|p| int_wait_share(&p.timed.int_wait, p.timed.int_wait.early),
             "-",
             "-",
         );

@@ -35,62 +35,30 @@ pub struct EchoOutcome {
     /// What the SPI block clocked while the echo loop ran.
     pub clocked: Clocked,
     /// How the driver's INT waits ended.
-    pub int_wait: IntWaitCounts,
+    pub int_wait: IntWaitStats,
 }
 
-/// How the driver's INT waits ended (its [`IntWaitStats`], summed over rounds).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct IntWaitCounts {
-    /// Found by polling the level.
-    pub polled: u64,
-    /// Woke a sleep on the edge.
-    pub woken: u64,
-    /// Already asserted when the wait began.
-    pub immediate: u64,
-    /// Timed sleeps ahead of a predicted interrupt.
-    pub timed_sleeps: u64,
-    /// Came during a timed sleep, before its poll window (part of `woken`).
-    pub early: u64,
-    /// Poll windows that ended without the interrupt.
-    pub poll_misses: u64,
-}
-
-impl From<IntWaitStats> for IntWaitCounts {
-    fn from(s: IntWaitStats) -> IntWaitCounts {
-        IntWaitCounts {
-            polled: s.polled,
-            woken: s.woken,
-            immediate: s.immediate,
-            timed_sleeps: s.timed_sleeps,
-            early: s.early,
-            poll_misses: s.poll_misses,
-        }
+/// `a`'s and `b`'s counts of INT waits added up (the learned period,
+/// jitter and oversleep are `b`'s, the later round's).
+pub fn add_int_waits(a: IntWaitStats, b: IntWaitStats) -> IntWaitStats {
+    IntWaitStats {
+        polled: a.polled + b.polled,
+        woken: a.woken + b.woken,
+        immediate: a.immediate + b.immediate,
+        timed_sleeps: a.timed_sleeps + b.timed_sleeps,
+        early: a.early + b.early,
+        poll_misses: a.poll_misses + b.poll_misses,
+        ..b
     }
 }
 
-impl IntWaitCounts {
-    /// `n` as a percentage of the waits (0 when there were none).
-    pub fn share(&self, n: u64) -> f64 {
-        let waits = self.polled + self.woken + self.immediate;
-        if waits == 0 {
-            0.0
-        } else {
-            n as f64 * 100.0 / waits as f64
-        }
-    }
-}
-
-impl std::ops::Add for IntWaitCounts {
-    type Output = IntWaitCounts;
-    fn add(self, o: IntWaitCounts) -> IntWaitCounts {
-        IntWaitCounts {
-            polled: self.polled + o.polled,
-            woken: self.woken + o.woken,
-            immediate: self.immediate + o.immediate,
-            timed_sleeps: self.timed_sleeps + o.timed_sleeps,
-            early: self.early + o.early,
-            poll_misses: self.poll_misses + o.poll_misses,
-        }
+/// `n` as a percentage of the INT waits in `w` (0 when there were none).
+pub fn int_wait_share(w: &IntWaitStats, n: u64) -> f64 {
+    let waits = w.polled + w.woken + w.immediate;
+    if waits == 0 {
+        0.0
+    } else {
+        n as f64 * 100.0 / waits as f64
     }
 }
 
@@ -145,7 +113,7 @@ fn echo_thread(
     let _ = d.poll();
     let _ = d.reap_tef();
     let s = d.stats();
-    out.int_wait = d.int_wait_stats().into();
+    out.int_wait = d.int_wait_stats();
     out.rx_frames = s.rx_frames;
     out.rx_overflows = s.rx_overflows;
     out.rx_dropped = s.rx_dropped;
@@ -305,7 +273,7 @@ pub struct Timed {
     /// How many times one of the driver's erratum workarounds fired.
     pub errata_recovered: u64,
     /// How the driver's INT waits ended.
-    pub int_wait: IntWaitCounts,
+    pub int_wait: IntWaitStats,
 }
 
 impl Timed {
@@ -330,7 +298,7 @@ impl Timed {
         s.frames_echoed += o.frames_echoed;
         s.payload_mismatches += o.payload_mismatches;
         s.errata_recovered += o.errata_recovered;
-        s.int_wait = s.int_wait + o.int_wait;
+        s.int_wait = add_int_waits(s.int_wait, o.int_wait);
         if s.transfers_per_frame.is_empty() {
             s.transfers_per_frame = o.transfers_per_frame;
         }

@@ -308,9 +308,10 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     o.check()?;
     // Rigs: 0 classic, 1 fast, 2 fast on an instant wire (software cost
     // alone), 3 linux-6.9, 4 fast without bounce buffers on the instant
-    // wire (every transfer maps its own), then one per ablation switch. Off the lab's block
-    // there is no instant wire: rig 2 is then another fast rig on the
-    // target, and the instant-wire figures are left out (null).
+    // wire (every transfer maps its own), then one per ablation switch.
+    // Off the lab's block there is no instant wire: rigs 2 and 4 are then
+    // more fast rigs on the target, and the instant-wire figures are left
+    // out (null).
     let t = &o.target;
     let mapping = Policy { bounce_dma: false, ..Policy::fast() };
     let mut rigs = vec![
