@@ -7,12 +7,15 @@
 //! Behind a translating IOMMU a mapping costs an IOVA allocation and
 //! page-table writes, and its unmap the page-table clears, the IOVA's
 //! release and, in strict mode, an IOTLB invalidation the caller waits for:
-//! measured on the lab (4096-byte duplex transfers, strict), about 2 µs to
-//! map both buffers and 12 µs to unmap them, where copying 4096 bytes each
-//! way costs well under a microsecond. The copies grow with the transfer
-//! and the mapping costs barely do, so only transfers up to
-//! [`BOUNCE_MAX`] bytes bounce. Without translation (no IOMMU, or identity)
-//! a mapping is nearly free and nothing bounces.
+//! measured on the lab (4096-byte duplex transfers after a 33 ms wire time,
+//! strict), about 2 µs to map both buffers and 12 µs to unmap them, where
+//! copying in and out took about 1 and 1.5 µs. The copies grow with the
+//! transfer and the mapping costs barely do: at that rate they would meet
+//! near 45 KiB, and only transfers up to [`BOUNCE_MAX`] bytes, well below,
+//! bounce (the cut-off is that margin, not a measured optimum). Lazy mode
+//! has no invalidation to wait for, yet `bench spi --iommu lazy` still
+//! measures bouncing cheaper. Without translation (no IOMMU, or identity) a
+//! mapping is nearly free and nothing bounces.
 //!
 //! The device only ever sees the bounce pages, never the caller's memory
 //! (as with Linux's swiotlb).
