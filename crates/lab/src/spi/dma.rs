@@ -10,6 +10,7 @@
 //! a walk delays that word by its walk time, a fault ends the burst at the
 //! instant the walk ends.
 
+use super::model::word_mask;
 use super::regs::*;
 use crate::iommu::{DmaFault, Iommu, PAGE_SIZE};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -356,7 +357,7 @@ impl DmaEngine {
         let Some(run) = self.run.as_mut() else { return false };
         if let Some(a) = run.rx.as_ref().and_then(|s| s.host(run.next, run.bytes)) {
             // SAFETY: as for the TX reads in `step`, for writing.
-            unsafe { write_words(a, run.bytes, miso) };
+            unsafe { write_words(a, run.bytes, miso, word_mask(run.bits)) };
         }
         let n = miso.len() as u32;
         run.next += n;
@@ -409,63 +410,41 @@ impl DmaEngine {
 }
 
 /// Reads `words.len()` consecutive words of `bytes` bytes (native endian)
-/// from host address `a`: the width is matched once per chunk, not per word.
+/// from host address `a`: the width is matched once per chunk, and each
+/// width's loop is one the compiler vectorizes.
 ///
 /// # Safety
 /// `[a, a + words.len() × bytes)` must be readable.
 unsafe fn read_words(a: u64, bytes: u64, words: &mut [u32]) {
-    // SAFETY: in all three loops, element `i` lies in the caller's range.
-    unsafe {
-        match bytes {
-            1 => {
-                let p = a as *const u8;
-                for (i, w) in words.iter_mut().enumerate() {
-                    *w = u32::from(p.add(i).read());
-                }
-            }
-            2 => {
-                let p = a as *const u16;
-                for (i, w) in words.iter_mut().enumerate() {
-                    *w = u32::from(p.add(i).read_unaligned());
-                }
-            }
-            _ => {
-                let p = a as *const u32;
-                for (i, w) in words.iter_mut().enumerate() {
-                    *w = p.add(i).read_unaligned();
-                }
-            }
-        }
+    // SAFETY: the caller's range, as bytes (no alignment needed).
+    let src = unsafe { std::slice::from_raw_parts(a as *const u8, words.len() * bytes as usize) };
+    match bytes {
+        1 => words.iter_mut().zip(src).for_each(|(w, &b)| *w = u32::from(b)),
+        2 => words
+            .iter_mut()
+            .zip(src.chunks_exact(2))
+            .for_each(|(w, c)| *w = u32::from(u16::from_ne_bytes([c[0], c[1]]))),
+        _ => words
+            .iter_mut()
+            .zip(src.chunks_exact(4))
+            .for_each(|(w, c)| *w = u32::from_ne_bytes([c[0], c[1], c[2], c[3]])),
     }
 }
 
-/// Writes the low `bytes` bytes of each of `words` (native endian) to
-/// consecutive words from host address `a`.
+/// Writes the low `bytes` bytes of each of `words` (native endian), less
+/// the bits outside `mask`, to consecutive words from host address `a`.
 ///
 /// # Safety
-/// `[a, a + words.len() × bytes)` must be writable.
-unsafe fn write_words(a: u64, bytes: u64, words: &[u32]) {
-    // SAFETY: in all three loops, element `i` lies in the caller's range.
-    unsafe {
-        match bytes {
-            1 => {
-                let p = a as *mut u8;
-                for (i, &w) in words.iter().enumerate() {
-                    p.add(i).write(w as u8);
-                }
-            }
-            2 => {
-                let p = a as *mut u16;
-                for (i, &w) in words.iter().enumerate() {
-                    p.add(i).write_unaligned(w as u16);
-                }
-            }
-            _ => {
-                let p = a as *mut u32;
-                for (i, &w) in words.iter().enumerate() {
-                    p.add(i).write_unaligned(w);
-                }
-            }
+/// `[a, a + words.len() × bytes)` must be writable, and no reference may
+/// hold it.
+unsafe fn write_words(a: u64, bytes: u64, words: &[u32], mask: u32) {
+    // SAFETY: the caller's range, as bytes (no alignment needed).
+    let dst = unsafe { std::slice::from_raw_parts_mut(a as *mut u8, words.len() * bytes as usize) };
+    match bytes {
+        1 => dst.iter_mut().zip(words).for_each(|(d, &w)| *d = (w & mask) as u8),
+        2 => {
+            dst.chunks_exact_mut(2).zip(words).for_each(|(d, &w)| d.copy_from_slice(&((w & mask) as u16).to_ne_bytes()))
         }
+        _ => dst.chunks_exact_mut(4).zip(words).for_each(|(d, &w)| d.copy_from_slice(&(w & mask).to_ne_bytes())),
     }
 }

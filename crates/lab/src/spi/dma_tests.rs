@@ -425,3 +425,39 @@ fn a_polled_burst_hands_a_device_each_word_once_in_order_at_its_start_and_only_a
     assert_eq!(block.clocked().words, u64::from(len));
     assert_eq!(block.clocked().wire_ns, u64::from(len) * WORD_NS);
 }
+
+#[test]
+fn answers_keep_only_the_words_bits_in_dma_memory_the_rx_fifo_and_the_trace() {
+    // The witness answers !mosi: every bit above the word's 12 is set.
+    let (_lab, block) = block_on(LabConfig::default(), Witness::default());
+    let (mut tx, rx) = (Pages::new(1), Pages::new(1));
+    let words: Vec<u16> = (0..300u16).map(|i| (i * 13) & 0xFFF).collect();
+    for (k, w) in words.iter().enumerate() {
+        tx.bytes_mut()[2 * k..2 * k + 2].copy_from_slice(&w.to_ne_bytes());
+    }
+    block.trace_start(1024);
+    let d = DmaDescriptor { tx: Some(tx.addr()), rx: Some(rx.addr()) };
+    let (status, _) = run(&block, d, words.len() as u32, 12);
+    assert_eq!(status & (STATUS_DONE | STATUS_ERR), STATUS_DONE);
+    for (k, w) in words.iter().enumerate() {
+        let got = u16::from_ne_bytes([rx.bytes()[2 * k], rx.bytes()[2 * k + 1]]);
+        assert_eq!(got, !w & 0xFFF, "DMA word {k}");
+    }
+    let traced: Vec<u32> = block
+        .trace_take()
+        .events
+        .iter()
+        .filter_map(|e| match *e {
+            TraceEvent::Word { miso, .. } => Some(miso),
+            TraceEvent::Cs { .. } => None,
+        })
+        .collect();
+    assert_eq!(traced, words.iter().map(|w| u32::from(!w & 0xFFF)).collect::<Vec<_>>(), "the trace's MISO");
+    // The FIFO path: one word.
+    block.write(IRQSTAT, IRQ_DONE);
+    block.write(XFERLEN, 1);
+    block.write(TXDATA, 0x123);
+    block.write(START, START_GO);
+    while block.read(STATUS) & STATUS_DONE == 0 {}
+    assert_eq!(block.read(RXDATA), !0x123 & 0xFFF, "the RX FIFO's word");
+}

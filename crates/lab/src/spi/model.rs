@@ -87,7 +87,7 @@ impl Analyser {
             let mut start = start;
             for (&mosi, &miso) in mosi.iter().zip(miso) {
                 let end = start.add_ns(word_ns);
-                self.trace.record(TraceEvent::Word { start, end, bits, mosi, miso });
+                self.trace.record(TraceEvent::Word { start, end, bits, mosi, miso: miso & word_mask(bits) });
                 start = end;
             }
         }
@@ -163,6 +163,11 @@ fn word_ns(bits: u8, clkdiv: u32, base_hz: u64) -> u64 {
     u64::try_from(ns).unwrap_or(u64::MAX)
 }
 
+/// The low `bits` bits of a word (1 ≤ `bits` ≤ 32): what a device's answer keeps.
+pub(super) fn word_mask(bits: u8) -> u32 {
+    u32::MAX >> (32 - u32::from(bits))
+}
+
 fn bits_of(ctrl: u32) -> u8 {
     (((ctrl >> CTRL_BPW_SHIFT) & CTRL_BPW_MASK) + 1) as u8
 }
@@ -181,8 +186,11 @@ fn exchange(dev: &mut dyn SpiDeviceModel, mosi: &[u32], miso: &mut [u32], (bits,
 /// Words on the wires, back to back, the first starting at `start`: the
 /// selected devices receive `mosi` (the native one answers, else the first
 /// selected external one; nobody: all ones), and the analyser sees them.
-/// Their answers, `bits` wide, go to `miso` (as long as `mosi`, at most
-/// [`DMA_CHUNK_WORDS`]). Inlined at both callers: called out of line, the
+/// Their answers go to `miso` (as long as `mosi`, at most
+/// [`DMA_CHUNK_WORDS`]) as the device gave them, bits above `bits`
+/// included: whoever keeps them masks them with [`word_mask`] (the RX
+/// FIFO, the DMA engine's store, the trace), so that a DMA chunk is not
+/// walked once more for it. Inlined at both callers: called out of line, the
 /// FIFO path's one-word calls cost about 70 more instructions a word
 /// (callgrind, `scripts/instructions`).
 #[inline(always)]
@@ -197,7 +205,6 @@ fn shift_words(
 ) {
     let native = cs & CS_ASSERT != 0;
     let line = (cs & CS_LINE_MASK) as usize;
-    let mask = u32::MAX >> (32 - u32::from(bits));
     let mut answered = false;
     if native {
         if let Some(Some(d)) = devices.get_mut(line) {
@@ -214,10 +221,8 @@ fn shift_words(
             answered = true;
         }
     }
-    if answered {
-        miso.iter_mut().for_each(|m| *m &= mask);
-    } else {
-        miso.fill(mask);
+    if !answered {
+        miso.fill(word_mask(bits));
     }
     analyser.words(mosi, miso, bits, start, word_ns);
 }
@@ -308,7 +313,7 @@ impl Model {
                     &mut miso,
                     word,
                 );
-                self.rx.push_back(miso[0]);
+                self.rx.push_back(miso[0] & word_mask(b.bits));
                 b.done += 1;
                 if b.done == b.len {
                     self.done_flag = true;
