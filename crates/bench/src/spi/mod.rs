@@ -39,6 +39,12 @@
 //! that switch's share: it acts only on queued messages, so its entry in
 //! `ablation`, measured on the sync loop, stays at `fast`'s overhead).
 //!
+//! `host_steal_pct`: the hypervisor's steal during the measured rounds, %
+//! of all CPUs' time (null where the kernel does not report it). A vCPU the
+//! host takes away stalls the sender wherever it is, asleep or running, for
+//! milliseconds: on a VM that is the tail of every policy's per-message
+//! overhead, which no software removes.
+//!
 //! With `latency_samples` (`--plot`) a sampling pass after the rounds times
 //! every message of classic, linux-6.9 and fast on its own ([`samples`]),
 //! for [`SpiReport::latency_plot`]; the figures above never include it.
@@ -50,10 +56,12 @@ mod throughput;
 
 use crate::stats::{median, round as r};
 use crate::table::Table;
+use crate::usage::HostSteal;
 use rig::{round, traced_cs_figures, Rig, Round, Style};
 use serde_json::{json, Value};
 use target::Target;
 use wirespeed::spi::Policy;
+use wirespeed_time::now;
 
 /// The largest message the scenario and [`trace_sample`] send, in bytes
 /// (16 times spidev's default buffer size). Every message's buffers are
@@ -238,6 +246,9 @@ pub struct SpiReport {
     /// Every sampled message's latency per policy, if
     /// [`SpiOptions::latency_samples`] asked for them.
     pub latency_samples: Option<samples::LatencySamples>,
+    /// The hypervisor's steal during the measured rounds, % of all CPUs'
+    /// time (`None` where the kernel does not report it).
+    pub host_steal_pct: Option<f64>,
 }
 
 /// One style of message sent over one of the run's rigs, and its rounds.
@@ -350,6 +361,7 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     for (s, pm) in series.iter().zip(pms.iter_mut()) {
         round(&rigs[s.rig], s.style, o.size, 200, pm)?;
     }
+    let (steal0, t0) = (HostSteal::now(), now());
     // A B C … then … C B A: each series runs as often early as late in a round.
     for k in 0..o.rounds {
         let order: Vec<usize> =
@@ -361,6 +373,7 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
             series[i].rounds.push(rd);
         }
     }
+    let host_steal_pct = steal0.zip(HostSteal::now()).map(|(a, b)| b.pct_since(a, now().ns_since(t0)));
     // No more traced than measured, and for large messages fewer, so that
     // the trace stays within bounds.
     let traced = o.trace_msgs.min(o.msgs).min(max_traced_msgs(o.size)).max(1);
@@ -408,6 +421,7 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
         ablation,
         throughput,
         latency_samples,
+        host_steal_pct,
     })
 }
 
@@ -457,6 +471,7 @@ impl SpiReport {
                 4
             ),
             "linux69_overhead_ratio_vs_classic": r(self.linux69.overhead() / self.classic.overhead(), 4),
+            "host_steal_pct": self.host_steal_pct.map(|p| r(p, 3)),
             "prepared_speedup": r(self.prepared_speedup(), 4),
             "prepared_speedup_bound": r(self.prepared_speedup_bound(), 4),
             "prepared_us_per_msg": r(self.prepared_us_per_msg, 3),
@@ -533,6 +548,11 @@ impl SpiReport {
             "pump idle-timer re-checks during the rounds (time-driven, not per message): classic {}, linux-6.9 {}, fast {}\n",
             c.pump_idle_timer_wakeups, l.pump_idle_timer_wakeups, f.pump_idle_timer_wakeups
         ));
+        if let Some(p) = self.host_steal_pct {
+            out.push_str(&format!(
+                "host steal during the rounds: {p:.3} % of CPU time (a stolen vCPU stalls the sender, asleep or running: the tail of every policy's overhead)\n"
+            ));
+        }
         let (su, sp) = self.software_us_per_msg;
         out.push_str(&format!(
             "software alone (instant wire): prepared {sp:.3} µs vs unprepared {su:.3} µs: speedup {:.3}\n",
