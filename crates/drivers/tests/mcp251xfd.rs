@@ -358,6 +358,20 @@ fn int_wait_polls_ahead_of_periodic_interrupts_only_within_its_budget() {
 }
 
 #[test]
+fn int_wait_starts_polling_early_enough_for_the_threads_timer_slack() {
+    // A timed sleep may end as late as the thread's timer slack. With 1 ms
+    // of it, a wait that first guessed tens of µs would sleep through most
+    // of the first interrupts (each then pays a wake-up) while it learnt.
+    use wirespeed::time::realtime::{current_timer_slack_ns, set_current_timer_slack_ns};
+    let slack = current_timer_slack_ns();
+    set_current_timer_slack_ns(1_000_000).unwrap();
+    let s = periodic_receive(500, 30, 5_000_000);
+    set_current_timer_slack_ns(slack).unwrap();
+    assert!(s.timed_sleeps >= 20, "{s:?}");
+    assert!(s.early * 4 <= s.timed_sleeps, "interrupts that came during the timed sleep: {s:?}");
+}
+
+#[test]
 fn fd_frame_longer_than_the_rx_object_is_counted_not_padded_with_other_objects() {
     // An 8-byte RX object holds the first 8 bytes of a 64-byte FD frame (the
     // device truncates, DLC kept): the rest is not in the object.

@@ -11,7 +11,11 @@
 //! (whoever raises the interrupt may need that CPU). The guard before the
 //! predicted instant covers the sleep's own lateness — tracked near its 90th
 //! percentile, since a sleep that overruns the guard lets the interrupt come
-//! first and pays the full wake-up — and the jitter.
+//! first and pays the full wake-up — and the jitter. The lateness starts
+//! from the waiting thread's timer slack (a timeout may fire that late) plus
+//! 20 µs, and an interrupt that comes during the sleep, after the instant
+//! the sleep was to end, raises it at once to what that proves (at most
+//! doubling it).
 //! Polling is used only when its expected cost — the guard — is at most
 //! [`IntWaitConfig::poll_budget_permille`] of the period, so back-to-back
 //! traffic (a short period) never makes the driver spin: it sleeps on the
@@ -20,6 +24,7 @@
 
 use std::time::Duration;
 use wirespeed::gpio::{LineRequest, WaitMode};
+use wirespeed::time::realtime::current_timer_slack_ns;
 use wirespeed::time::{now, Instant};
 
 use super::error::Error;
@@ -78,6 +83,10 @@ fn upper(old: u64, new: u64) -> u64 {
     }
 }
 
+/// How late a timed sleep is assumed to wake, beyond the timer slack,
+/// before any has been measured, ns.
+const WAKE_LATENCY_NS: u64 = 20_000;
+
 /// State of the INT wait.
 #[derive(Debug)]
 pub(crate) struct IntWait {
@@ -90,6 +99,8 @@ pub(crate) struct IntWait {
     oversleep: u64,
     /// How long after its stamp an interrupt is seen (moving average), ns.
     late: u64,
+    /// `oversleep` has been raised to this thread's timer slack.
+    slack_known: bool,
     pub(crate) stats: IntWaitStats,
 }
 
@@ -111,8 +122,9 @@ impl IntWait {
             last: None,
             period: None,
             jitter: 0,
-            oversleep: 20_000,
+            oversleep: WAKE_LATENCY_NS,
             late: 20_000,
+            slack_known: false,
             stats: IntWaitStats::default(),
         })
     }
@@ -162,6 +174,15 @@ impl IntWait {
         }
         // Poll ahead of a predicted interrupt, if affordable.
         if let (Some(last), Some(period)) = (self.last, self.period) {
+            if !self.slack_known {
+                // A sleep's timeout may fire as late as the waiting
+                // thread's timer slack (50 µs for a normal thread): start
+                // from there, or the first sleeps (one in five of a
+                // 100-frame run, measured) overrun the guard while `upper`
+                // learns it.
+                self.slack_known = true;
+                self.oversleep = self.oversleep.max(WAKE_LATENCY_NS + current_timer_slack_ns());
+            }
             let guard = self.guard();
             let affordable =
                 guard.saturating_mul(1000) <= period.saturating_mul(u64::from(self.cfg.poll_budget_permille));
@@ -180,8 +201,13 @@ impl IntWait {
                         // Woken by an interrupt that came after `until`: the
                         // timeout had not fired by then, so the sleep was at
                         // least that late (a bound that can only raise it).
+                        // Such a sleep costs the frame a whole wake-up, so
+                        // the bound is taken at once (at most doubling the
+                        // estimate, so one preempted sleep cannot price
+                        // polling out of the budget for good).
                         Some(e) if e.timestamp > until && e.timestamp.ns_since(until) > self.oversleep => {
-                            self.oversleep = upper(self.oversleep, e.timestamp.ns_since(until));
+                            let at_least = e.timestamp.ns_since(until);
+                            self.oversleep = at_least.min(2 * self.oversleep);
                         }
                         _ => {}
                     }
