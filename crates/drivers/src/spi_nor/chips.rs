@@ -44,7 +44,9 @@ const fn erase3(t4k: OpTime, t32k: OpTime, t64k: OpTime) -> [EraseType; 3] {
 }
 
 const W25Q_ERASE: [EraseType; 3] = erase3(OpTime::ms(45, 400), OpTime::ms(120, 1600), OpTime::ms(150, 2000));
-const MX25_ERASE: [EraseType; 3] = erase3(OpTime::ms(30, 200), OpTime::ms(150, 1000), OpTime::ms(280, 2000));
+// The maxima as an STM32 QSPI driver's MX25L12835F constants give them
+// (`rainer20512/stm32-fw`, `common/src/dev/qspi/mx25r6435f.h`), as the lab's row.
+const MX25_ERASE: [EraseType; 3] = erase3(OpTime::ms(30, 120), OpTime::ms(150, 650), OpTime::ms(280, 650));
 const GD25_ERASE: [EraseType; 3] = erase3(OpTime::ms(50, 400), OpTime::ms(150, 800), OpTime::ms(250, 1200));
 const SST_ERASE: [EraseType; 3] = erase3(OpTime::ms(18, 25), OpTime::ms(18, 25), OpTime::ms(18, 25));
 
@@ -84,7 +86,7 @@ pub const KNOWN_CHIPS: &[KnownChip] = &[
         program: ProgramKind::Page,
         erase: &MX25_ERASE,
         page_program: OpTime::us(330, 1200),
-        chip_erase: OpTime::ms(50_000, 150_000),
+        chip_erase: OpTime::ms(50_000, 80_000),
         write_status: OpTime::ms(40, 40),
         protect: ProtectLayout { bp_shift: 2, bp_bits: 4, tb_bit: None, unit: 64 * KIB },
         ewsr: false,

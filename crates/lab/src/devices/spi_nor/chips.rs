@@ -118,6 +118,13 @@ const MIB: u32 = 1024 * 1024;
 /// Winbond W25Q128JV, 128 Mbit. Times: datasheet "AC Electrical
 /// Characteristics": tPP 0.4/3 ms, tSE 45/400 ms, tBE1 (32K) 120/1600 ms,
 /// tBE2 (64K) 150/2000 ms, tCE 40/200 s, tW 10/15 ms (typ/max).
+/// The maxima agree with a W25Qxx driver's table (`iammingge/Driver_W25Qxx`,
+/// `W25Qxx.c`, row `W25Q128JV`: 3, 400, 2000, 1600, 200000 ms). The chip's
+/// own SFDP (a dump in the message of Linux commit 83e824a4a595, "mtd:
+/// spi-nor: Correct flags for Winbond w25q128") gives typical tBE1 128 ms,
+/// tBE2 160 ms and tCE 40 s, which agree within SFDP's steps, but tPP
+/// 0.704 ms and tSE 64 ms, which do not: the typical tPP and tSE are not
+/// confirmed.
 pub const W25Q128JV: ChipSpec = ChipSpec {
     name: "W25Q128JV",
     jedec_id: [0xEF, 0x40, 0x18],
@@ -256,7 +263,10 @@ pub const SST25VF016B: ChipSpec = ChipSpec {
 
 /// Winbond W25Q256JV, 256 Mbit, 4-byte addressing. Times: datasheet "AC
 /// Electrical Characteristics": tPP 0.4/3 ms, tSE 45/400 ms, tBE1 120/1600
-/// ms, tBE2 150/2000 ms, tCE 80/400 s, tW 10/15 ms.
+/// ms, tBE2 150/2000 ms, tCE 80/400 s, tW 10/15 ms. Its SFDP (as
+/// `Azure/Project-Cerberus` tests it, `core/testing/flash/spi_flash_sfdp_test.c`)
+/// has the W25Q128JV's erase and program fields and a typical tCE of 80 s:
+/// as there, tPP and tSE typical are not confirmed.
 pub const W25Q256JV: ChipSpec = ChipSpec {
     name: "W25Q256JV",
     jedec_id: [0xEF, 0x40, 0x19],
