@@ -4,12 +4,7 @@
 //! run by the hypervisor ("steal").
 
 /// CPU time of the calling thread, in ns (`CLOCK_THREAD_CPUTIME_ID`).
-pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use wirespeed_time::thread_cpu_ns;
 
 /// Resource usage of the whole process (all threads) at one instant.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
-use wirespeed_time::{now, Instant};
+use wirespeed_time::{now, thread_cpu_ns, Instant};
 
 type Task = Box<dyn FnOnce(Instant) + Send>;
 
@@ -47,8 +47,8 @@ struct Shared {
 thread_local! {
     /// The scheduler whose interrupt thread this is (null elsewhere).
     static RUNNING: std::cell::Cell<*const Shared> = const { std::cell::Cell::new(std::ptr::null()) };
-    /// What waking interrupt threads has cost this thread: (wake-ups, ns).
-    static WAKE_COST: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+    /// What waking interrupt threads has cost this thread.
+    static WAKE_COST: std::cell::Cell<WakeCost> = const { std::cell::Cell::new(WakeCost { wakes: 0, ns: 0, cpu_ns: 0 }) };
 }
 
 /// What waking the lab's interrupt threads has cost the calling thread so far.
@@ -60,32 +60,41 @@ thread_local! {
 /// another CPU of a virtual machine an inter-processor interrupt — several
 /// microseconds that no hardware charges the software that writes its
 /// registers. Benchmarks read it before and after a run to show how much of
-/// a thread's CPU time was this cost of the emulation.
+/// a thread's elapsed time (`ns`) and of its CPU time (`cpu_ns`) was this
+/// cost of the emulation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WakeCost {
     /// Notifications of the interrupt thread.
     pub wakes: u64,
-    /// Time spent in them, ns.
+    /// Wall-clock time spent in them, ns: what they add to a message's
+    /// latency. It includes any time the notifying thread was not running
+    /// meanwhile (the woken thread may preempt it on its own CPU).
     pub ns: u64,
+    /// The notifying thread's CPU time in them, ns: what they add to its
+    /// CPU. Subtract this, not `ns`, from a thread's CPU time.
+    pub cpu_ns: u64,
 }
 
 impl std::ops::Add for WakeCost {
     type Output = WakeCost;
     fn add(self, o: WakeCost) -> WakeCost {
-        WakeCost { wakes: self.wakes + o.wakes, ns: self.ns + o.ns }
+        WakeCost { wakes: self.wakes + o.wakes, ns: self.ns + o.ns, cpu_ns: self.cpu_ns + o.cpu_ns }
     }
 }
 
 impl WakeCost {
     /// The calling thread's totals.
     pub fn of_this_thread() -> WakeCost {
-        let (wakes, ns) = WAKE_COST.with(|c| c.get());
-        WakeCost { wakes, ns }
+        WAKE_COST.with(|c| c.get())
     }
 
     /// What was spent since `before` (an earlier reading on the same thread).
     pub fn since(self, before: WakeCost) -> WakeCost {
-        WakeCost { wakes: self.wakes.saturating_sub(before.wakes), ns: self.ns.saturating_sub(before.ns) }
+        WakeCost {
+            wakes: self.wakes.saturating_sub(before.wakes),
+            ns: self.ns.saturating_sub(before.ns),
+            cpu_ns: self.cpu_ns.saturating_sub(before.cpu_ns),
+        }
     }
 }
 
@@ -185,13 +194,15 @@ impl Scheduler {
             // takes the lock and so sees the event (pushed under it) anyway.
             self.shared.earlier.fetch_add(1, Ordering::SeqCst);
             if !self.shared.spinning.load(Ordering::SeqCst) {
+                // The wall-clock reads nest inside the CPU clock's, whose
+                // own cost (a system call) is the emulation's too.
+                let c0 = thread_cpu_ns();
                 let t0 = now();
                 self.shared.wake.notify_one();
-                let ns = now().ns_since(t0);
-                WAKE_COST.with(|c| {
-                    let (n, total) = c.get();
-                    c.set((n + 1, total + ns));
-                });
+                let t1 = now();
+                let c1 = thread_cpu_ns();
+                let this = WakeCost { wakes: 1, ns: t1.ns_since(t0), cpu_ns: c1.saturating_sub(c0) };
+                WAKE_COST.with(|c| c.set(c.get() + this));
             }
         }
         TimerId(id)
@@ -361,6 +372,7 @@ mod tests {
         let cost = WakeCost::of_this_thread().since(before);
         assert_eq!(cost.wakes, 2);
         assert!(cost.ns > 0);
+        assert!(cost.cpu_ns > 0, "{cost:?}");
         assert!(rx.recv_timeout(Duration::from_secs(5)).unwrap() >= at);
     }
 

@@ -270,12 +270,7 @@ mod tests {
     fn long_delays_sleep_rather_than_spin() {
         let _g = THRESHOLD_LOCK.lock().unwrap();
         // Thread CPU time over a 20 ms delay: spinning would cost ~20 ms.
-        let cpu = || {
-            let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-            // SAFETY: valid timespec pointer.
-            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-        };
+        let cpu = crate::thread_cpu_ns;
         delay(Duration::from_millis(20)); // measures the margin, if not yet known
         let c0 = cpu();
         let took = elapsed_ns(|| delay(Duration::from_millis(20)));

@@ -29,7 +29,7 @@ mod sleep;
 mod spin;
 mod wake_margin;
 
-pub use clock::{now, Instant};
+pub use clock::{now, thread_cpu_ns, Instant};
 pub use cpu_latency::CpuLatencyRequest;
 pub use deadline::Deadline;
 pub use delay::{delay, delay_ns, delay_until, set_spin_threshold, spin_threshold, BUILD_SPIN_THRESHOLD};

@@ -55,8 +55,10 @@
 //!   the one the lab's sleeping interrupt thread waits for (each
 //!   interrupt-driven transfer's end, in classic) wakes that thread, a
 //!   system call and on this VM an inter-processor interrupt that hardware
-//!   never charges. The lab counts it per thread ([`wirespeed_lab::WakeCost`]):
-//!   `lab_wake_cpu_pct`, `lab_wakes_per_echo`, and
+//!   never charges. The lab counts it per thread ([`wirespeed_lab::WakeCost`];
+//!   the notifying thread's CPU time in the notifications, `cpu_ns`, not
+//!   their wall time, which also holds the woken thread's run whenever it
+//!   preempts the notifier on its CPU): `lab_wake_cpu_pct`, `lab_wakes_per_echo`, and
 //!   `irq_thread_cpu_pct_without_lab_wakes`; `cpu_ratio` and
 //!   `cpu_ratio_vs_linux69` compare the CPU without it (as measured, with
 //!   it: `*_with_lab_wakes`). Per echo: `irq_thread_cpu_us_per_echo_without_lab_wakes`,
@@ -192,7 +194,7 @@ impl PolicyReport {
     /// The part of [`irq_cpu_pct`](Self::irq_cpu_pct) the echo thread spent
     /// waking the lab's interrupt thread (the emulation's cost).
     fn lab_wake_pct(&self) -> f64 {
-        self.pct(self.load.echo_lab_wakes.ns)
+        self.pct(self.load.echo_lab_wakes.cpu_ns)
     }
     /// [`irq_cpu_pct`](Self::irq_cpu_pct) without the lab's wake-ups.
     fn irq_cpu_pct_without_lab_wakes(&self) -> f64 {
@@ -204,7 +206,7 @@ impl PolicyReport {
     /// The IRQ path's CPU per echo in the load run, lab wake-ups left out, µs.
     fn cpu_us_per_echo(&self) -> f64 {
         let ns = self.load.echo_thread_cpu_ns + self.load.pump_thread_cpu_ns;
-        self.per_echo_us(ns.saturating_sub(self.load.echo_lab_wakes.ns))
+        self.per_echo_us(ns.saturating_sub(self.load.echo_lab_wakes.cpu_ns))
     }
     /// The SPI wire time the driver's transfers took per echo in the load
     /// run (what the block clocked), µs.
