@@ -49,6 +49,8 @@ thread_local! {
     static RUNNING: std::cell::Cell<*const Shared> = const { std::cell::Cell::new(std::ptr::null()) };
     /// What waking interrupt threads has cost this thread.
     static WAKE_COST: std::cell::Cell<WakeCost> = const { std::cell::Cell::new(WakeCost { wakes: 0, ns: 0, cpu_ns: 0 }) };
+    /// This thread asked for [`WakeCost::cpu_ns`].
+    static COUNT_WAKE_CPU: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// What waking the lab's interrupt threads has cost the calling thread so far.
@@ -71,7 +73,10 @@ pub struct WakeCost {
     /// meanwhile (the woken thread may preempt it on its own CPU).
     pub ns: u64,
     /// The notifying thread's CPU time in them, ns: what they add to its
-    /// CPU. Subtract this, not `ns`, from a thread's CPU time.
+    /// CPU. Subtract this, not `ns`, from a thread's CPU time. Counted only
+    /// on a thread that asked ([`WakeCost::count_cpu_on_this_thread`]), 0
+    /// elsewhere: reading a thread's CPU clock is a system call on each side
+    /// of the notification, which would lengthen every one of them.
     pub cpu_ns: u64,
 }
 
@@ -83,6 +88,12 @@ impl std::ops::Add for WakeCost {
 }
 
 impl WakeCost {
+    /// From now on, also count the calling thread's CPU time in its
+    /// notifications (`on`), or stop.
+    pub fn count_cpu_on_this_thread(on: bool) {
+        COUNT_WAKE_CPU.with(|c| c.set(on));
+    }
+
     /// The calling thread's totals.
     pub fn of_this_thread() -> WakeCost {
         WAKE_COST.with(|c| c.get())
@@ -196,12 +207,12 @@ impl Scheduler {
             if !self.shared.spinning.load(Ordering::SeqCst) {
                 // The wall-clock reads nest inside the CPU clock's, whose
                 // own cost (a system call) is the emulation's too.
-                let c0 = thread_cpu_ns();
+                let cpu = COUNT_WAKE_CPU.with(|c| c.get()).then(thread_cpu_ns);
                 let t0 = now();
                 self.shared.wake.notify_one();
                 let t1 = now();
-                let c1 = thread_cpu_ns();
-                let this = WakeCost { wakes: 1, ns: t1.ns_since(t0), cpu_ns: c1.saturating_sub(c0) };
+                let cpu_ns = cpu.map_or(0, |c0| thread_cpu_ns().saturating_sub(c0));
+                let this = WakeCost { wakes: 1, ns: t1.ns_since(t0), cpu_ns };
                 WAKE_COST.with(|c| c.set(c.get() + this));
             }
         }
@@ -357,6 +368,7 @@ mod tests {
         let s = Scheduler::start("test-irq");
         let settle = || std::thread::sleep(Duration::from_millis(50));
         settle();
+        WakeCost::count_cpu_on_this_thread(true);
         let before = WakeCost::of_this_thread();
         // Asleep with nothing to do: an event must wake it.
         s.schedule(now().add_ns(2_000_000_000), |_| {});
@@ -373,6 +385,14 @@ mod tests {
         assert_eq!(cost.wakes, 2);
         assert!(cost.ns > 0);
         assert!(cost.cpu_ns > 0, "{cost:?}");
+        // Not asked: the wall time only.
+        WakeCost::count_cpu_on_this_thread(false);
+        settle();
+        let before = WakeCost::of_this_thread();
+        s.schedule(now().add_ns(500_000_000), |_| {});
+        let cost = WakeCost::of_this_thread().since(before);
+        assert_eq!((cost.wakes, cost.cpu_ns), (1, 0), "{cost:?}");
+        assert!(cost.ns > 0);
         assert!(rx.recv_timeout(Duration::from_secs(5)).unwrap() >= at);
     }
 

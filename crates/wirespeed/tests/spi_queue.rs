@@ -405,20 +405,36 @@ fn async_handles_wait_poll_and_return_the_message() {
     let b = bench(Policy::fast());
     let dev = b.bus.device(DeviceConfig::new(0, 1_000_000)).unwrap();
     let pm = dev.prepare(vec![OwnedTransfer::duplex(vec![9; 64])]).unwrap();
-    let mut p = dev.submit(pm);
-    let mut polls = 0;
-    let (pm, r) = loop {
-        match p.try_take() {
-            Ok(done) => break done,
-            Err(back) => {
-                polls += 1;
-                p = back;
-                std::thread::yield_now();
+    // Another thread holds the bus until the first poll has been refused,
+    // however late this thread runs (one thread at a time under valgrind).
+    let (locked, is_locked) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let (pm, r, polls) = std::thread::scope(|sc| {
+        let holder = dev.clone();
+        sc.spawn(move || {
+            let _lock = holder.lock_bus().unwrap();
+            locked.send(()).unwrap();
+            let _ = released.recv();
+        });
+        is_locked.recv().unwrap();
+        let mut p = dev.submit(pm);
+        let mut polls = 0;
+        loop {
+            match p.try_take() {
+                Ok((pm, r)) => break (pm, r, polls),
+                Err(back) => {
+                    if polls == 0 {
+                        let _ = release.send(());
+                    }
+                    polls += 1;
+                    p = back;
+                    std::thread::yield_now();
+                }
             }
         }
-    };
+    });
     r.unwrap();
-    assert!(polls > 0, "a 512 µs transfer cannot be done at once");
+    assert!(polls > 0, "done while the bus was locked");
     assert_eq!(pm.rx(0).unwrap(), &[9u8; 64][..]);
     // A message prepared for another device is refused, and comes back.
     let other = b.bus.device(DeviceConfig::new(1, 1_000_000)).unwrap();

@@ -84,7 +84,12 @@ fn echo_thread(
     pump: &str,
     block: &SpiController,
     gen_done: impl Fn() -> bool,
+    count_wake_cpu: bool,
 ) -> Result<EchoOutcome, String> {
+    // The load run compares CPU without the lab's wake-ups, so it counts
+    // their CPU; the timed run measures latency, which that counting (a
+    // system call each side of a wake-up) would lengthen.
+    WakeCost::count_cpu_on_this_thread(count_wake_cpu);
     let cpu0 = thread_cpu_ns();
     let wake0 = WakeCost::of_this_thread();
     let clocked0 = block.clocked();
@@ -127,6 +132,7 @@ fn spawn_echo(
     count: u64,
     id: u16,
     pump: String,
+    count_wake_cpu: bool,
 ) -> Result<std::thread::JoinHandle<Result<EchoOutcome, String>>, String> {
     let int = rig.int.take().ok_or("INT line already taken")?;
     let d = Mcp251xfd::new(rig.spi.clone(), int, super::rig::INT_LINE, cfg).map_err(|e| e.to_string())?;
@@ -134,7 +140,7 @@ fn spawn_echo(
     let block = rig.block.clone();
     std::thread::Builder::new()
         .name("canecho".into())
-        .spawn(move || echo_thread(d, count, id, &pump, &block, move || gen.is_done()))
+        .spawn(move || echo_thread(d, count, id, &pump, &block, move || gen.is_done(), count_wake_cpu))
         .map_err(|e| e.to_string())
 }
 
@@ -314,7 +320,7 @@ impl Timed {
 pub fn timed(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) -> Result<Timed, String> {
     let cfg = driver_config(t, &policy);
     let mut rig = Rig::new(policy, name, t, (2 * t.count as usize).max(16))?;
-    let handle = spawn_echo(&mut rig, cfg, t.count, echo_id(t.id, echo_offset), format!("spi-pump-{name}"))?;
+    let handle = spawn_echo(&mut rig, cfg, t.count, echo_id(t.id, echo_offset), format!("spi-pump-{name}"), false)?;
     rig.block.trace_start((t.count as usize * 400).max(4096));
     let start = now().add_ns(2_000_000);
     rig.gen.start(start);
@@ -451,7 +457,7 @@ pub fn load(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) -
     let cfg = driver_config(t, &policy);
     let mut rig = Rig::new(policy, name, t, 16)?;
     let pump = format!("spi-pump-{name}");
-    let handle = spawn_echo(&mut rig, cfg, t.count, echo_id(t.id, echo_offset), pump.clone())?;
+    let handle = spawn_echo(&mut rig, cfg, t.count, echo_id(t.id, echo_offset), pump.clone(), true)?;
     let start = now().add_ns(2_000_000);
     std::thread::sleep(Duration::from_millis(1));
     let pump0 = named_thread_cpu_ns(&pump);
