@@ -202,8 +202,8 @@ fn fast_sync_never_wakes_the_pump_classic_does() {
     // queues a work item once), so the wake-ups are at most the kicks. The
     // kicked pump may not have been scheduled yet (valgrind runs one thread
     // at a time), but it must wake.
-    let woke = eventually(Duration::from_secs(30), || Some(c.bus.pump_wakeups() - before).filter(|&w| w > 0))
-        .expect("100 kicks never woke the pump");
+    assert!(eventually(Duration::from_secs(30), || c.bus.pump_wakeups() > before), "100 kicks never woke the pump");
+    let woke = c.bus.pump_wakeups() - before;
     assert!(woke <= 100, "{woke} wake-ups for 100 kicks");
     // ... but runs each one in the caller's thread, as 5.18's __spi_sync does on an idle controller.
     let s = c.bus.stats();
@@ -249,7 +249,8 @@ fn the_idle_timer_rechecks_once_per_idle_delay_not_per_message() {
     traffic.assert_no_teardown_while_busy(&b.bus);
 }
 
-/// Sync writes with the longest pauses between them counted: the bus may
+/// Sync writes, with the pauses of an idle delay or more between them
+/// counted: the bus may
 /// go idle (and be torn down) only where the sender paused for an idle
 /// delay, which a descheduled test thread can do on a loaded machine.
 #[derive(Default)]
@@ -276,18 +277,41 @@ impl Traffic {
     }
 }
 
-/// Polls `f` until it returns something, or gives up after `limit`.
-fn eventually<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+/// Polls `done` every millisecond until it holds (true) or `limit` has passed (false).
+fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let t0 = std::time::Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
+    while !done() {
         if t0.elapsed() > limit {
-            return None;
+            return false;
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+    true
+}
+
+/// Runs `f` while another thread holds `dev`'s bus lock, which keeps
+/// whatever `f` submits queued however late `f`'s thread runs (one thread
+/// at a time under valgrind). `f` lets the lock go by calling the function
+/// it is given (again: no effect); it goes at the latest when `f` returns.
+/// (`f` cannot hold the lock itself: a waiter that holds it is refused at
+/// once, as it could never see its message done.)
+fn with_bus_held_elsewhere<R>(dev: &SpiDevice, f: impl FnOnce(&dyn Fn()) -> R) -> R {
+    let (locked, is_locked) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|sc| {
+        let holder = dev.clone();
+        sc.spawn(move || {
+            let _lock = holder.lock_bus().unwrap();
+            locked.send(()).unwrap();
+            let _ = released.recv();
+        });
+        is_locked.recv().unwrap();
+        let r = f(&|| {
+            let _ = release.send(());
+        });
+        let _ = release.send(());
+        r
+    })
 }
 
 #[test]
@@ -303,8 +327,8 @@ fn idle_teardown_runs_once_after_the_idle_delay() {
     traffic.assert_no_teardown_while_busy(&b.bus);
     let busy = b.bus.teardowns();
     let once = |expected: u64| {
-        eventually(Duration::from_secs(30), || Some(()).filter(|_| b.bus.teardowns() > busy + expected - 1))
-            .unwrap_or_else(|| panic!("no teardown {expected} within 30 s of idling"));
+        let idled = eventually(Duration::from_secs(30), || b.bus.teardowns() >= busy + expected);
+        assert!(idled, "no teardown {expected} within 30 s of idling");
         // Long enough for a second teardown, if one were (wrongly) coming.
         std::thread::sleep(5 * IDLE);
         assert_eq!(b.bus.teardowns(), busy + expected, "teardown must run exactly once per idle period");
@@ -405,27 +429,15 @@ fn async_handles_wait_poll_and_return_the_message() {
     let b = bench(Policy::fast());
     let dev = b.bus.device(DeviceConfig::new(0, 1_000_000)).unwrap();
     let pm = dev.prepare(vec![OwnedTransfer::duplex(vec![9; 64])]).unwrap();
-    // Another thread holds the bus until the first poll has been refused,
-    // however late this thread runs (one thread at a time under valgrind).
-    let (locked, is_locked) = std::sync::mpsc::channel();
-    let (release, released) = std::sync::mpsc::channel::<()>();
-    let (pm, r, polls) = std::thread::scope(|sc| {
-        let holder = dev.clone();
-        sc.spawn(move || {
-            let _lock = holder.lock_bus().unwrap();
-            locked.send(()).unwrap();
-            let _ = released.recv();
-        });
-        is_locked.recv().unwrap();
+    // The bus is held until the first poll has been refused.
+    let (pm, r, polls) = with_bus_held_elsewhere(&dev, |release| {
         let mut p = dev.submit(pm);
         let mut polls = 0;
         loop {
             match p.try_take() {
                 Ok((pm, r)) => break (pm, r, polls),
                 Err(back) => {
-                    if polls == 0 {
-                        let _ = release.send(());
-                    }
+                    release();
                     polls += 1;
                     p = back;
                     std::thread::yield_now();
@@ -498,19 +510,7 @@ fn waiting_with_a_time_limit_returns_the_handle_until_the_message_is_done() {
     // 64 bytes at 100 kHz: 5.12 ms on the wire.
     let dev = b.bus.device(DeviceConfig::new(0, 100_000)).unwrap();
     let pm = dev.prepare(vec![OwnedTransfer::duplex(vec![5; 64])]).unwrap();
-    // Another thread holds the bus lock, which keeps the message queued
-    // however late this thread runs. (A waiter that held the lock itself
-    // would be refused at once: it could never see the message done.)
-    let (locked, is_locked) = std::sync::mpsc::channel();
-    let (release, released) = std::sync::mpsc::channel::<()>();
-    std::thread::scope(|sc| {
-        let holder = dev.clone();
-        sc.spawn(move || {
-            let _lock = holder.lock_bus().unwrap();
-            locked.send(()).unwrap();
-            let _ = released.recv();
-        });
-        is_locked.recv().unwrap();
+    with_bus_held_elsewhere(&dev, |release| {
         let pending = dev.submit(pm);
         let t0 = std::time::Instant::now();
         let pending = match pending.wait_timeout(Duration::from_micros(100)) {
@@ -519,7 +519,7 @@ fn waiting_with_a_time_limit_returns_the_handle_until_the_message_is_done() {
         };
         assert!(t0.elapsed() >= Duration::from_micros(100), "returned before its time limit");
         let unlocked = std::time::Instant::now();
-        release.send(()).unwrap();
+        release();
         let (pm, r) = pending.wait_timeout(Duration::from_secs(30)).expect("not done after 30 s");
         r.unwrap();
         assert!(unlocked.elapsed() >= Duration::from_micros(5_120), "done before its bits were shifted");
