@@ -64,7 +64,7 @@ pub struct IntWaitStats {
     pub period_ns: u64,
     /// Learned jitter, ns.
     pub jitter_ns: u64,
-    /// Learned lateness of a timed sleep, ns.
+    /// Learned lateness of a timed sleep, ns (0 before the first predicted wait).
     pub oversleep_ns: u64,
 }
 
@@ -83,8 +83,8 @@ fn upper(old: u64, new: u64) -> u64 {
     }
 }
 
-/// How late a timed sleep is assumed to wake, beyond the timer slack,
-/// before any has been measured, ns.
+/// How late a timed sleep is assumed to wake, beyond the waiting thread's
+/// timer slack, before any has been measured, ns.
 const WAKE_LATENCY_NS: u64 = 20_000;
 
 /// State of the INT wait.
@@ -96,11 +96,11 @@ pub(crate) struct IntWait {
     last: Option<Instant>,
     period: Option<u64>,
     jitter: u64,
-    oversleep: u64,
+    /// How late a timed sleep wakes (a high quantile), ns; `None` until the
+    /// first predicted wait, which seeds it on the waiting thread.
+    oversleep: Option<u64>,
     /// How long after its stamp an interrupt is seen (moving average), ns.
     late: u64,
-    /// `oversleep` has been raised to this thread's timer slack.
-    slack_known: bool,
     pub(crate) stats: IntWaitStats,
 }
 
@@ -122,9 +122,8 @@ impl IntWait {
             last: None,
             period: None,
             jitter: 0,
-            oversleep: WAKE_LATENCY_NS,
+            oversleep: None,
             late: 20_000,
-            slack_known: false,
             stats: IntWaitStats::default(),
         })
     }
@@ -151,11 +150,13 @@ impl IntWait {
         self.last = Some(at);
         self.stats.period_ns = self.period.unwrap_or(0);
         self.stats.jitter_ns = self.jitter;
-        self.stats.oversleep_ns = self.oversleep;
+        self.stats.oversleep_ns = self.oversleep.unwrap_or(0);
     }
 
-    fn guard(&self) -> u64 {
-        self.oversleep + 2 * self.jitter + 10_000
+    /// How long before a predicted interrupt to start polling, given how
+    /// late a timed sleep wakes.
+    fn guard(&self, oversleep: u64) -> u64 {
+        oversleep + 2 * self.jitter + 10_000
     }
 
     /// Waits until INT is asserted or `deadline` passes; true if asserted.
@@ -174,16 +175,12 @@ impl IntWait {
         }
         // Poll ahead of a predicted interrupt, if affordable.
         if let (Some(last), Some(period)) = (self.last, self.period) {
-            if !self.slack_known {
-                // A sleep's timeout may fire as late as the waiting
-                // thread's timer slack (50 µs for a normal thread): start
-                // from there, or the first sleeps (one in five of a
-                // 100-frame run, measured) overrun the guard while `upper`
-                // learns it.
-                self.slack_known = true;
-                self.oversleep = self.oversleep.max(WAKE_LATENCY_NS + current_timer_slack_ns());
-            }
-            let guard = self.guard();
+            // A sleep's timeout may fire as late as the waiting thread's
+            // timer slack (50 µs for a normal thread): start from there, or
+            // the first sleeps (one in five of a 100-frame run, measured)
+            // overrun the guard while `upper` learns it.
+            let oversleep = *self.oversleep.get_or_insert_with(|| WAKE_LATENCY_NS + current_timer_slack_ns());
+            let guard = self.guard(oversleep);
             let affordable =
                 guard.saturating_mul(1000) <= period.saturating_mul(u64::from(self.cfg.poll_budget_permille));
             let predicted = last.add_ns(period);
@@ -197,7 +194,7 @@ impl IntWait {
                     let woke = now();
                     match ev {
                         // Woken by the timeout: exactly how late it was.
-                        None if woke >= until => self.oversleep = upper(self.oversleep, woke.ns_since(until)),
+                        None if woke >= until => self.oversleep = Some(upper(oversleep, woke.ns_since(until))),
                         // Woken by an interrupt that came after `until`: the
                         // timeout had not fired by then, so the sleep was at
                         // least that late (a bound that can only raise it).
@@ -205,9 +202,9 @@ impl IntWait {
                         // the bound is taken at once (at most doubling the
                         // estimate, so one preempted sleep cannot price
                         // polling out of the budget for good).
-                        Some(e) if e.timestamp > until && e.timestamp.ns_since(until) > self.oversleep => {
+                        Some(e) if e.timestamp > until && e.timestamp.ns_since(until) > oversleep => {
                             let at_least = e.timestamp.ns_since(until);
-                            self.oversleep = at_least.min(2 * self.oversleep);
+                            self.oversleep = Some(at_least.min(2 * oversleep));
                         }
                         _ => {}
                     }
