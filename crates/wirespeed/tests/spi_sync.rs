@@ -80,6 +80,29 @@ fn cs_change_inside_and_at_the_end_of_a_message() {
 }
 
 #[test]
+fn fast_cs_change_gap_is_the_longer_of_its_delay_and_the_inactive_time() {
+    // The gap is waited at the next selection, after the next transfer's
+    // FIFO is loaded: CS must still stay high for the whole gap.
+    let b = bench(Policy::fast());
+    for (inactive, delay) in [(1_000u32, 6_000u32), (6_000, 1_000)] {
+        let dev = b.bus.device(DeviceConfig::new(0, 20_000_000).cs_timing_ns(0, 0, inactive)).unwrap();
+        b.block.trace_start(1 << 16);
+        dev.sync(&mut [
+            Transfer::write(&[1]).cs_change(Some(delay)),
+            Transfer::write(&[2, 3]).cs_change(Some(delay)),
+            Transfer::write(&[4]),
+        ])
+        .unwrap();
+        let w = cs_windows(&b.block.trace_take());
+        assert_eq!(w.len(), 3, "{w:?}");
+        let want = u64::from(inactive.max(delay));
+        for g in cs_high_gaps_ns(&w) {
+            assert!(g >= want, "inactive {inactive} ns, cs_change delay {delay} ns: CS high for {g} ns");
+        }
+    }
+}
+
+#[test]
 fn classic_cs_change_defaults_to_ten_microseconds() {
     let b = bench(Policy::classic());
     let dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();

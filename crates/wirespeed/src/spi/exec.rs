@@ -401,6 +401,9 @@ fn run_steps<M: MessageSource + ?Sized>(
 ) -> Result<(), SpiError> {
     let n = msg.count();
     let mut scratch = None;
+    // With deadlines, a `cs_change` gap is waited for at the next selection,
+    // after the next transfer's FIFO preload: the two overlap.
+    let mut gap_until = None;
     for i in 0..n {
         hw.transfer = i;
         let premapped = msg.dma_addrs(i);
@@ -409,7 +412,7 @@ fn run_steps<M: MessageSource + ?Sized>(
         set_up(hw, &dev.cfg, st, ctx.policy);
         let mut preloaded = 0;
         if !*cs_active {
-            preloaded = select(hw, dev, ctx.policy, st, &data, !by_dma)?;
+            preloaded = select(hw, dev, ctx.policy, st, &data, !by_dma, gap_until.take())?;
             *cs_active = true;
         }
         if st.delay_before_ns > 0 {
@@ -423,7 +426,7 @@ fn run_steps<M: MessageSource + ?Sized>(
         if st.len > 0 {
             ctx.stats.transfer(st.tx, st.rx, st.len);
         }
-        after_transfer(hw, dev, ctx.policy, st, completed, i + 1 == n, cs_active)?;
+        gap_until = after_transfer(hw, dev, ctx.policy, st, completed, i + 1 == n, cs_active)?;
     }
     if *cs_active {
         hw.cs_held = Some(HeldCs { device: dev.id, cs: dev.cfg.cs.clone(), last_off: dev.last_cs_off.clone() });
@@ -443,8 +446,10 @@ fn set_up(hw: &mut BusHw, cfg: &DeviceConfig, st: &Step, policy: &Policy) {
 }
 
 /// Selects `dev` for transfer `st`: loads the FIFO first (policy
-/// `preload_fifo`), waits out the device's CS inactive time, drives CS and
-/// waits its setup time. Returns the words preloaded.
+/// `preload_fifo`), waits out the device's CS inactive time and, with
+/// deadlines, the gap the previous transfer's `cs_change` asked
+/// (`gap_until`), drives CS and waits its setup time. Returns the words
+/// preloaded.
 #[inline(always)]
 fn select(
     hw: &mut BusHw,
@@ -453,6 +458,7 @@ fn select(
     st: &Step,
     data: &Data<'_>,
     may_preload: bool,
+    gap_until: Option<Deadline>,
 ) -> Result<usize, SpiError> {
     let cfg = &dev.cfg;
     let mut preloaded = 0;
@@ -461,7 +467,10 @@ fn select(
     }
     if policy.cs_deadlines && cfg.cs_inactive_ns > 0 {
         let off = Instant::from_ns(dev.last_cs_off.load(Ordering::Relaxed));
-        wait_until(Deadline::after_ns_from(off, u64::from(cfg.cs_inactive_ns)));
+        let inactive = Deadline::after_ns_from(off, u64::from(cfg.cs_inactive_ns));
+        wait_until(gap_until.map_or(inactive, |g| g.max(inactive)));
+    } else if let Some(g) = gap_until {
+        wait_until(g);
     }
     let on = match drive_cs(hw, &cfg.cs, true, cfg.cs_setup_ns > 0) {
         Ok(t) => t,
@@ -599,7 +608,9 @@ fn transfer_error(f: ControllerFault, index: usize, timeout_ns: u64) -> SpiError
 /// After transfer `st` (seen complete at `completed`, if the driver says):
 /// its delay, then the kernel's `cs_change`: CS released after a middle
 /// transfer (with the device's hold time, and the gap before the next
-/// transfer), kept after the last one.
+/// transfer), kept after the last one. With deadlines (policy
+/// `cs_deadlines`) the gap is not waited here: it is returned, for the next
+/// selection to wait once the next transfer is loaded.
 #[inline(always)]
 fn after_transfer(
     hw: &mut BusHw,
@@ -609,7 +620,7 @@ fn after_transfer(
     completed: Option<Instant>,
     last: bool,
     cs_active: &mut bool,
-) -> Result<(), SpiError> {
+) -> Result<Option<Deadline>, SpiError> {
     let cfg = &dev.cfg;
     let needs_end = st.delay_after_ns > 0 || cfg.cs_hold_ns > 0;
     let completed = match completed {
@@ -619,7 +630,7 @@ fn after_transfer(
     };
     wait_or_delay(policy, completed, st.delay_after_ns);
     if st.cs_change == last {
-        return Ok(());
+        return Ok(None);
     }
     wait_or_delay(policy, completed, cfg.cs_hold_ns);
     let needs_stamp = cfg.cs_inactive_ns > 0 || (st.cs_change && !last);
@@ -633,16 +644,20 @@ fn after_transfer(
         // before any cs_change delay.
         classic_delay_ns(u64::from(cfg.cs_inactive_ns));
     }
-    if !last {
-        let gap = match (policy.cs_deadlines, st.cs_change_delay_ns) {
-            (true, Some(d)) => d,
-            (true, None) => cfg.cs_inactive_ns,
-            (false, None | Some(0)) => KERNEL_CS_CHANGE_DEFAULT_NS,
-            (false, Some(d)) => d,
-        };
-        wait_or_delay(policy, off, gap);
+    if last {
+        return Ok(None);
     }
-    Ok(())
+    if policy.cs_deadlines {
+        // Without a delay of its own the gap is the inactive time, which
+        // the selection waits anyway.
+        return Ok(st.cs_change_delay_ns.map(|d| Deadline::after_ns_from(off, u64::from(d))));
+    }
+    let gap = match st.cs_change_delay_ns {
+        None | Some(0) => KERNEL_CS_CHANGE_DEFAULT_NS,
+        Some(d) => d,
+    };
+    classic_delay_ns(u64::from(gap));
+    Ok(None)
 }
 
 /// A transfer with a pause between words: one word per burst.

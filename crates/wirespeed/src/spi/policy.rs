@@ -66,7 +66,9 @@ pub struct Policy {
     pub lockfree_stats: bool,
     /// On: CS setup/hold/inactive times are deadlines from the CS edge (a 50 ns
     /// setup already satisfied costs nothing); an unspecified `cs_change`
-    /// delay is the device's `cs_inactive_ns`.
+    /// delay is the device's `cs_inactive_ns`, and the gap after a
+    /// `cs_change` is waited only once the next transfer's FIFO is loaded
+    /// (the two overlap).
     /// Off: each delay as `_spi_transfer_delay_ns`: spun up to 1 µs
     /// (`ndelay`), rounded up to whole microseconds and spun up to 10 µs
     /// (`udelay`), slept above (`usleep_range`); a `cs_change` delay of 0 means 10 µs.
