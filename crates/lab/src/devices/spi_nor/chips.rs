@@ -116,15 +116,16 @@ const KIB: u32 = 1024;
 const MIB: u32 = 1024 * 1024;
 
 /// Winbond W25Q128JV, 128 Mbit. Times: datasheet "AC Electrical
-/// Characteristics": tPP 0.4/3 ms, tSE 45/400 ms, tBE1 (32K) 120/1600 ms,
-/// tBE2 (64K) 150/2000 ms, tCE 40/200 s, tW 10/15 ms (typ/max).
-/// The maxima agree with a W25Qxx driver's table (`iammingge/Driver_W25Qxx`,
-/// `W25Qxx.c`, row `W25Q128JV`: 3, 400, 2000, 1600, 200000 ms). The chip's
-/// own SFDP (a dump in the message of Linux commit 83e824a4a595, "mtd:
-/// spi-nor: Correct flags for Winbond w25q128") gives typical tBE1 128 ms,
-/// tBE2 160 ms and tCE 40 s, which agree within SFDP's steps, but tPP
-/// 0.704 ms and tSE 64 ms, which do not: the typical tPP and tSE are not
-/// confirmed.
+/// Characteristics" (revision I, 2021, §9.6; its text is in
+/// `bennett-lahn/dma-tapeout`, `docs/datasheets/md/W25Q128JV.md`): tPP
+/// 0.4/3 ms, tSE 45/400 ms, tBE1 (32K) 120/1600 ms, tBE2 (64K) 150/2000 ms,
+/// tCE 40/200 s, tW 10/15 ms (typ/max). Revisions before F (2018) gave a
+/// typical tPP of 0.7 ms (revision D, `khofesh/winbond`, `W25Q128JV.pdf`):
+/// the chip's SFDP dump in the message of Linux commit 83e824a4a595 ("mtd:
+/// spi-nor: Correct flags for Winbond w25q128") encodes that older 0.7 ms
+/// on SFDP's 64 µs grid (0.704 ms), and its 64 ms tSE is SFDP's 16 ms
+/// grid, not the table. The maxima agree with a W25Qxx driver's table
+/// (`iammingge/Driver_W25Qxx`, `W25Qxx.c`, row `W25Q128JV`).
 pub const W25Q128JV: ChipSpec = ChipSpec {
     name: "W25Q128JV",
     jedec_id: [0xEF, 0x40, 0x18],
@@ -192,9 +193,12 @@ pub const MX25L12835F: ChipSpec = ChipSpec {
     sr1_default: 0x00,
 };
 
-/// GigaDevice GD25Q64C, 64 Mbit. Times: datasheet "AC Characteristics":
-/// tPP 0.6/2.4 ms, tSE 50/400 ms, tBE32 0.15/0.8 s, tBE64 0.25/1.2 s,
-/// tCE 25/60 s, tW 5/30 ms.
+/// GigaDevice GD25Q64C, 64 Mbit. Times: datasheet revision 3.0 (2018),
+/// §8.6 "AC Characteristics", the −40…85 °C table (`espruino/EspruinoDocs`,
+/// `datasheets/GD25Q64C.pdf`): tPP 0.6/2.4 ms, tSE 50/200 ms, tBE32
+/// 0.15/0.8 s, tBE64 0.20/1.2 s, tCE 25/60 s, tW 5/30 ms; the maxima are
+/// those for up to 50K cycles (beyond: tSE 300 ms, tBE32 1.6 s, tBE64
+/// 2.0 s), and the 105 °C and 125 °C grades have their own, longer maxima.
 pub const GD25Q64C: ChipSpec = ChipSpec {
     name: "GD25Q64C",
     jedec_id: [0xC8, 0x40, 0x17],
@@ -202,9 +206,9 @@ pub const GD25Q64C: ChipSpec = ChipSpec {
     page_size: 256,
     program: ProgramKind::Page,
     erase: &[
-        EraseType { size: 4 * KIB, opcode: 0x20, opcode_4b: None, time: ms(50, 400) },
+        EraseType { size: 4 * KIB, opcode: 0x20, opcode_4b: None, time: ms(50, 200) },
         EraseType { size: 32 * KIB, opcode: 0x52, opcode_4b: None, time: ms(150, 800) },
-        EraseType { size: 64 * KIB, opcode: 0xD8, opcode_4b: None, time: ms(250, 1200) },
+        EraseType { size: 64 * KIB, opcode: 0xD8, opcode_4b: None, time: ms(200, 1200) },
     ],
     page_program: us(600, 2400),
     chip_erase: ms(25_000, 60_000),
@@ -225,10 +229,12 @@ pub const GD25Q64C: ChipSpec = ChipSpec {
     sr1_default: 0x00,
 };
 
-/// Microchip (SST) SST25VF016B, 16 Mbit. Times: typical from the
-/// datasheet's features list (sector/block erase 18 ms, chip erase 35 ms,
-/// byte program 7 µs), maximum from its AC table (tSE and tBE 25 ms, tSCE
-/// 50 ms, tBP 10 µs). WRSR is immediate.
+/// Microchip (SST) SST25VF016B, 16 Mbit. Times: data sheet S71271-02
+/// (2006; `bangkr/ELink407`, `datasheet/SST25VF016B.pdf`): typical from its
+/// features list (sector/block erase 18 ms, chip erase 35 ms, byte program
+/// 7 µs), maximum from its Table 12 "AC Operating Characteristics" (tSE
+/// and tBE 25 ms, tSCE 50 ms, tBP 10 µs). WRSR is immediate (the table
+/// gives it no time).
 pub const SST25VF016B: ChipSpec = ChipSpec {
     name: "SST25VF016B",
     jedec_id: [0xBF, 0x25, 0x41],
@@ -262,11 +268,11 @@ pub const SST25VF016B: ChipSpec = ChipSpec {
 };
 
 /// Winbond W25Q256JV, 256 Mbit, 4-byte addressing. Times: datasheet "AC
-/// Electrical Characteristics": tPP 0.4/3 ms, tSE 45/400 ms, tBE1 120/1600
-/// ms, tBE2 150/2000 ms, tCE 80/400 s, tW 10/15 ms. Its SFDP (as
-/// `Azure/Project-Cerberus` tests it, `core/testing/flash/spi_flash_sfdp_test.c`)
-/// has the W25Q128JV's erase and program fields and a typical tCE of 80 s:
-/// as there, tPP and tSE typical are not confirmed.
+/// Electrical Characteristics" (revision I, 2018, §9.7;
+/// `pdaxrom/N64cart`, `docs/W25Q256JV.pdf`): tPP 0.4/3 ms, tSE 50/400 ms,
+/// tBE1 120/1600 ms, tBE2 150/2000 ms, tCE 80/400 s, tW 10/15 ms. The
+/// typical tSE is 50 ms in revisions B, G and I (the W25Q128JV's is 45);
+/// the typical tPP was 0.7 ms before revision H.
 pub const W25Q256JV: ChipSpec = ChipSpec {
     name: "W25Q256JV",
     jedec_id: [0xEF, 0x40, 0x19],
@@ -274,7 +280,7 @@ pub const W25Q256JV: ChipSpec = ChipSpec {
     page_size: 256,
     program: ProgramKind::Page,
     erase: &[
-        EraseType { size: 4 * KIB, opcode: 0x20, opcode_4b: Some(0x21), time: ms(45, 400) },
+        EraseType { size: 4 * KIB, opcode: 0x20, opcode_4b: Some(0x21), time: ms(50, 400) },
         EraseType { size: 32 * KIB, opcode: 0x52, opcode_4b: None, time: ms(120, 1600) },
         EraseType { size: 64 * KIB, opcode: 0xD8, opcode_4b: Some(0xDC), time: ms(150, 2000) },
     ],
