@@ -35,6 +35,16 @@ impl ProcessUsage {
     }
 }
 
+/// How many times the calling thread has been preempted so far: its
+/// involuntary context switches (`getrusage(RUSAGE_THREAD)`).
+pub fn thread_preemptions() -> u64 {
+    // SAFETY: an all-zero rusage is a valid value to be overwritten.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    ru.ru_nivcsw as u64
+}
+
 /// The hypervisor's steal time so far, from `/proc/stat`: the total over
 /// all CPUs and how many CPUs that total covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,6 +11,7 @@ use wirespeed_bench::plot::{write_latency_plot, Format, LatencyPlot};
 use wirespeed_bench::regmap::RegmapOptions;
 use wirespeed_bench::shim::{Launcher, ShimOptions};
 use wirespeed_bench::spi::SpiOptions;
+use wirespeed_time::realtime::CpuList;
 
 use crate::cli_error::CliError;
 use crate::host_flag::{with_host, HostArgs};
@@ -479,6 +480,14 @@ pub struct CanechoArgs {
     /// per 100 timed frames, 1 to 10.
     #[arg(long, default_value_t = CanechoOptions::default().rounds, value_parser = clap::value_parser!(u64).range(0..=100))]
     rounds: u64,
+    /// Keep the emulated hardware off the software's CPUs: each lab's
+    /// interrupt thread runs on these CPUs (e.g. "1"), the stack's threads
+    /// on the others. By default the scheduler may run the lab's thread on
+    /// the CPU of the echo thread, in the middle of its transfers (the JSON's
+    /// `*_echo_preemptions_per_echo` count how often the echo thread was
+    /// preempted)
+    #[arg(long, value_name = "LIST")]
+    lab_cpus: Option<CpuList>,
 }
 
 /// A help line with the default and the `--quick` one (the two differ).
@@ -501,6 +510,7 @@ impl CanechoArgs {
             errata: !self.no_errata,
             compare_errata: !self.no_errata && !self.no_errata_comparison,
             rounds: self.rounds,
+            lab_cpus: self.lab_cpus.clone(),
         }
     }
 }

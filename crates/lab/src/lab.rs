@@ -5,6 +5,7 @@ use crate::iommu::{Iommu, IommuConfig, IommuConfigError};
 use crate::scheduler::Scheduler;
 use crate::spi::{SpiConfigError, SpiController, SpiControllerConfig};
 use crate::start_error::LabStartError;
+use wirespeed_time::realtime::CpuList;
 
 /// Settings shared by every block of a lab.
 #[derive(Clone, Debug, Default)]
@@ -15,6 +16,12 @@ pub struct LabConfig {
     /// Extra time every register access of every block takes, in ns (a slow
     /// SoC interconnect). Default 0.
     pub reg_access_latency_ns: u64,
+    /// The CPUs the lab's interrupt thread runs on (`None`, the default:
+    /// wherever the scheduler puts it). The emulated hardware then never
+    /// takes the CPU of software kept off these CPUs: on a shared CPU the
+    /// scheduler may run the interrupt thread in the middle of that
+    /// software's transfer.
+    pub interrupt_thread_cpus: Option<CpuList>,
 }
 
 /// An emulated board. Cheap to clone; the interrupt thread stops when the
@@ -44,7 +51,8 @@ impl Lab {
 
     /// [`Lab::try_new`] with the interrupt thread made by `builder`.
     fn try_new_with(config: LabConfig, builder: std::thread::Builder) -> Result<Lab, LabStartError> {
-        Ok(Lab { config, scheduler: Scheduler::try_start_with(builder, "lab-irq")? })
+        let scheduler = Scheduler::try_start_on(builder, "lab-irq", config.interrupt_thread_cpus.as_ref())?;
+        Ok(Lab { config, scheduler })
     }
 
     /// The lab's settings.
@@ -121,5 +129,28 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         lab.scheduler().schedule(now(), move |_| tx.send(()).unwrap());
         assert!(rx.recv_timeout(Duration::from_secs(5)).is_ok(), "the lab's interrupt thread runs no events");
+    }
+
+    #[test]
+    fn the_interrupt_thread_runs_on_the_cpus_it_is_given_or_the_lab_does_not_start() {
+        let cpus = wirespeed_time::realtime::current_thread_cpus().unwrap();
+        let last = *cpus.cpus().last().unwrap();
+        let config =
+            |c: usize| LabConfig { interrupt_thread_cpus: Some(CpuList::new(&[c]).unwrap()), ..LabConfig::default() };
+        let lab = Lab::try_new(config(last)).unwrap();
+        // The interrupt thread reports where it may run from inside an event.
+        let (tx, rx) = mpsc::channel();
+        lab.scheduler().schedule(now(), move |_| {
+            let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+            let line = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")).unwrap().to_owned();
+            tx.send(line).unwrap()
+        });
+        let line = rx.recv_timeout(Duration::from_secs(5)).expect("the pinned interrupt thread runs events");
+        assert_eq!(line.trim_start_matches("Cpus_allowed_list:").trim(), last.to_string());
+        // A CPU this process may not use: the lab does not start, and says which.
+        let missing = (0..wirespeed_time::realtime::MAX_CPUS).rev().find(|c| !cpus.cpus().contains(c)).unwrap();
+        let e = Lab::try_new(config(missing)).expect_err("a CPU the process may not use");
+        assert!(e.cpus.is_some());
+        assert!(e.to_string().contains(&format!("on CPUs [{missing}]")), "{e}");
     }
 }

@@ -16,6 +16,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
+use wirespeed_time::realtime::{pin_current_thread, CpuList};
 use wirespeed_time::{now, thread_cpu_ns, Instant};
 
 type Task = Box<dyn FnOnce(Instant) + Send>;
@@ -168,11 +169,27 @@ impl Scheduler {
     /// [`Scheduler::try_start`] on a thread `builder` makes (this names it):
     /// a test can hand it a builder whose thread cannot be created.
     pub(crate) fn try_start_with(builder: std::thread::Builder, name: &str) -> Result<Scheduler, LabStartError> {
-        Scheduler::spawn(builder, name, Margin::INITIAL_NS)
+        Scheduler::spawn(builder, name, Margin::INITIAL_NS, None)
     }
 
-    /// Starts the thread with the wake-up margin's starting estimate.
-    fn spawn(builder: std::thread::Builder, name: &str, initial_margin_ns: u64) -> Result<Scheduler, LabStartError> {
+    /// [`Scheduler::try_start_with`], the thread placed on `cpus` before it
+    /// runs anything.
+    pub(crate) fn try_start_on(
+        builder: std::thread::Builder,
+        name: &str,
+        cpus: Option<&CpuList>,
+    ) -> Result<Scheduler, LabStartError> {
+        Scheduler::spawn(builder, name, Margin::INITIAL_NS, cpus)
+    }
+
+    /// Starts the thread with the wake-up margin's starting estimate, on
+    /// `cpus` if given.
+    fn spawn(
+        builder: std::thread::Builder,
+        name: &str,
+        initial_margin_ns: u64,
+        cpus: Option<&CpuList>,
+    ) -> Result<Scheduler, LabStartError> {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
@@ -180,10 +197,24 @@ impl Scheduler {
             spinning: AtomicBool::new(false),
         });
         let worker = shared.clone();
+        let (placed_tx, placed_rx) = std::sync::mpsc::sync_channel(1);
+        let place = cpus.cloned();
         let thread = builder
             .name(name.to_owned())
-            .spawn(move || run(&worker, initial_margin_ns))
-            .map_err(|source| LabStartError { thread: name.to_owned(), source })?;
+            .spawn(move || {
+                let placed = place.as_ref().map_or(Ok(()), pin_current_thread);
+                let ok = placed.is_ok();
+                let _ = placed_tx.send(placed);
+                if ok {
+                    run(&worker, initial_margin_ns);
+                }
+            })
+            .map_err(|source| LabStartError { thread: name.to_owned(), cpus: None, source })?;
+        let placed = placed_rx.recv().unwrap_or_else(|_| Err(std::io::Error::other("the thread ended before it ran")));
+        if let Err(source) = placed {
+            let _ = thread.join();
+            return Err(LabStartError { thread: name.to_owned(), cpus: cpus.cloned(), source });
+        }
         let owner = Arc::new(Owner { shared: shared.clone(), thread: Some(thread) });
         Ok(Scheduler { shared, _owner: owner })
     }
@@ -416,7 +447,7 @@ mod tests {
     fn an_event_scheduled_while_the_thread_spins_runs_without_waiting_for_the_spin() {
         // A 5 ms margin, so that the spins are long enough to be seen even
         // on a loaded machine (no timed sleep here moves the estimate).
-        let s = Scheduler::spawn(std::thread::Builder::new(), "test-irq", 5_000_000).unwrap();
+        let s = Scheduler::spawn(std::thread::Builder::new(), "test-irq", 5_000_000, None).unwrap();
         let (mut caught, mut on_time) = (0, 0);
         for _ in 0..200 {
             if caught == 10 {

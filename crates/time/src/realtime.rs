@@ -357,6 +357,23 @@ fn hold_cpu_dma_latency_zero() -> io::Result<()> {
     Ok(())
 }
 
+/// Lets the calling thread run only on `list`'s CPUs (`sched_setaffinity`).
+pub fn pin_current_thread(list: &CpuList) -> io::Result<()> {
+    set_affinity(list)
+}
+
+/// The CPUs the calling thread may run on (`sched_getaffinity`).
+pub fn current_thread_cpus() -> io::Result<CpuList> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its
+    // size into it, and CPU_ISSET reads inside it for numbers below CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        check(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set))?;
+        let cpus: Vec<usize> = (0..MAX_CPUS).filter(|&c| libc::CPU_ISSET(c, &set)).collect();
+        CpuList::new(&cpus).map_err(|e| io::Error::other(e.to_string()))
+    }
+}
+
 fn set_affinity(list: &CpuList) -> io::Result<()> {
     // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it and
     // every number was checked against CPU_SETSIZE when the list was built.

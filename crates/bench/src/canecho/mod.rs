@@ -75,6 +75,21 @@
 //!   time a hypervisor took from this machine during the run (`/proc/stat`). The lab's bus runs in real time while a
 //!   stolen CPU stands still, so frames lost under load follow steal.
 //!
+//! **Where the emulated hardware runs.** Each lab's interrupt thread
+//! (the CAN bus, the chip's timers, the SPI block's interrupt) is a thread
+//! of this process: by default the scheduler may run it on the echo
+//! thread's CPU, and then it preempts the echo thread in the middle of its
+//! transfers, a cost hardware never charges. `timed_echo_preemptions_per_echo`
+//! and `load_echo_preemptions_per_echo` count the echo thread's involuntary
+//! context switches (`getrusage(RUSAGE_THREAD)`): what the lab (or anything
+//! else) took from it. `--lab-cpus LIST` ([`CanechoOptions::lab_cpus`])
+//! keeps them apart: the labs' interrupt threads on those CPUs, the stack's
+//! threads (echo, SPI pump) on the others; `placement` in the JSON says
+//! which. Apart, fast's core may find the interrupt cheap enough to sleep
+//! through its longer transfers (its adaptive completion), and its CPU can
+//! then fall below the wire time: `cpu_ratio_bound` holds only while fast
+//! polls every transfer.
+//!
 //! **The chip as the silicon is.** The MCP2518FD model runs with its errata
 //! on (`model.errata` lists them: the TBC read-CRC, the FIFOCI index, no
 //! CERRIF on the way back to error-active, the SPI clock limit, ECC, sleep,
@@ -102,6 +117,7 @@ use run::{int_wait_share, summary, Load, Timed};
 use serde_json::json;
 use wirespeed::spi::Policy;
 use wirespeed_lab::devices::mcp2518fd::Errata;
+use wirespeed_time::realtime::{current_thread_cpus, pin_current_thread, CpuList};
 
 pub use rig::Traffic;
 
@@ -134,6 +150,11 @@ pub struct CanechoOptions {
     /// pool the rounds' samples. 0: one per 100 timed frames, 1..=10
     /// ([`CanechoOptions::rounds_to_run`]).
     pub rounds: u64,
+    /// Keep the emulated hardware and the software apart: each lab's
+    /// interrupt thread runs on these CPUs, and the stack's threads (the
+    /// echo thread, the SPI pump) on the others this process may use
+    /// (`None`: all threads wherever the scheduler puts them).
+    pub lab_cpus: Option<CpuList>,
 }
 
 impl Default for CanechoOptions {
@@ -149,6 +170,7 @@ impl Default for CanechoOptions {
             errata: true,
             compare_errata: true,
             rounds: 0,
+            lab_cpus: None,
         }
     }
 }
@@ -260,6 +282,8 @@ impl PolicyReport {
             "irq_thread_cpu_pct": round(self.irq_cpu_pct(), 2),
             "echo_thread_cpu_pct": round(self.pct(self.load.echo_thread_cpu_ns), 2),
             "timed_echo_thread_cpu_pct": round(t.echo_cpu_pct, 2),
+            "timed_echo_preemptions_per_echo": round(t.echo_preemptions as f64 / t.frames_echoed.max(1) as f64, 3),
+            "load_echo_preemptions_per_echo": round(self.load.echo_preemptions as f64 / self.load.frames_echoed.max(1) as f64, 3),
             "pump_thread_cpu_pct": round(self.pct(self.load.pump_thread_cpu_ns), 2),
             "lab_wake_cpu_pct": round(self.lab_wake_pct(), 2),
             "irq_thread_cpu_pct_without_lab_wakes": round(self.irq_cpu_pct_without_lab_wakes(), 2),
@@ -288,6 +312,9 @@ pub struct CanechoReport {
     pub runs: Runs,
     /// The same runs on the ideal chip (errata off), when compared.
     pub errata_off: Option<Box<Runs>>,
+    /// The CPUs the stack's threads ran on, when kept off the lab's
+    /// ([`CanechoOptions::lab_cpus`]).
+    pub stack_cpus: Option<CpuList>,
 }
 
 impl std::ops::Deref for CanechoReport {
@@ -317,8 +344,12 @@ pub fn run(o: &CanechoOptions) -> Result<CanechoReport, String> {
     let compare = o.errata && o.compare_errata;
     let rounds = o.rounds_to_run();
     let offset = o.echo_id_offset;
-    let [tc, tl, tf] = pooled(&timed_t, rounds, compare, |p, n, t| run::timed(p, n, t, offset), Timed::merge)?;
-    let [lc, ll, lf] = pooled(&load_t, rounds, compare, |p, n, t| run::load(p, n, t, offset), Load::merge)?;
+    let lab = o.lab_cpus.as_ref();
+    let placed = lab.map(Placement::apart).transpose()?;
+    let stack_cpus = placed.as_ref().map(|p| p.stack.clone());
+    let [tc, tl, tf] = pooled(&timed_t, rounds, compare, |p, n, t| run::timed(p, n, t, offset, lab), Timed::merge)?;
+    let [lc, ll, lf] = pooled(&load_t, rounds, compare, |p, n, t| run::load(p, n, t, offset, lab), Load::merge)?;
+    drop(placed);
     let report = |timed, load| PolicyReport { timed, load };
     let errata_off = match ((tc.1, lc.1), (tl.1, ll.1), (tf.1, lf.1)) {
         ((Some(ct), Some(cl)), (Some(lt), Some(ll)), (Some(ft), Some(fl))) => {
@@ -327,7 +358,40 @@ pub fn run(o: &CanechoOptions) -> Result<CanechoReport, String> {
         _ => None,
     };
     let runs = Runs { classic: report(tc.0, lc.0), linux69: report(tl.0, ll.0), fast: report(tf.0, lf.0) };
-    Ok(CanechoReport { options: o.clone(), runs, errata_off })
+    Ok(CanechoReport { options: o.clone(), runs, errata_off, stack_cpus })
+}
+
+/// The calling thread (and so every thread it starts) kept off a lab's
+/// CPUs while this lives; its CPUs as they were afterwards.
+struct Placement {
+    before: CpuList,
+    stack: CpuList,
+}
+
+impl Placement {
+    /// Moves the calling thread to the CPUs it may use other than `lab`'s.
+    fn apart(lab: &CpuList) -> Result<Placement, String> {
+        let before = current_thread_cpus().map_err(|e| format!("cannot read this thread's CPUs: {e}"))?;
+        if let Some(c) = lab.cpus().iter().find(|c| !before.cpus().contains(c)) {
+            return Err(format!("--lab-cpus: CPU {c} is not one this process may use ({:?})", before.cpus()));
+        }
+        let rest: Vec<usize> = before.cpus().iter().copied().filter(|c| !lab.cpus().contains(c)).collect();
+        let stack = CpuList::new(&rest).map_err(|_| {
+            format!(
+                "--lab-cpus {:?} leaves the stack no CPU of this process's {:?}: leave it at least one",
+                lab.cpus(),
+                before.cpus()
+            )
+        })?;
+        pin_current_thread(&stack).map_err(|e| format!("cannot move this thread to CPUs {:?}: {e}", stack.cpus()))?;
+        Ok(Placement { before, stack })
+    }
+}
+
+impl Drop for Placement {
+    fn drop(&mut self) {
+        let _ = pin_current_thread(&self.before);
+    }
 }
 
 /// Runs each policy (classic, linux-6.9, fast) `rounds` times on a share
@@ -431,6 +495,10 @@ impl CanechoReport {
                 "load_frames": o.load_frames, "echo_id_offset": o.echo_id_offset,
                 "errata": o.errata, "compare_errata": o.compare_errata,
                 "rounds": o.rounds_to_run(),
+            },
+            "placement": {
+                "lab_cpus": o.lab_cpus.as_ref().map(|l| l.cpus().to_vec()),
+                "stack_cpus": self.stack_cpus.as_ref().map(|l| l.cpus().to_vec()),
             },
             "classic": self.classic.to_json(),
             "linux69": self.linux69.to_json(),
@@ -579,6 +647,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_lab_can_be_kept_off_the_stacks_cpus_and_bad_lists_are_refused_before_anything_runs() {
+        let mine = current_thread_cpus().unwrap();
+        let o = |cpus: &[usize]| CanechoOptions {
+            frames: 10,
+            gap_us: 3_000,
+            load_frames: 100,
+            compare_errata: false,
+            lab_cpus: Some(CpuList::new(cpus).unwrap()),
+            ..CanechoOptions::default()
+        };
+        let all = run(&o(mine.cpus())).map(|_| ()).expect_err("no CPU left for the stack");
+        assert!(all.contains("leaves the stack no CPU"), "{all}");
+        let stranger = (0..64).find(|c| !mine.cpus().contains(c)).unwrap();
+        let e = run(&o(&[stranger])).map(|_| ()).expect_err("a CPU this process may not use");
+        assert!(e.contains(&format!("CPU {stranger} is not one this process may use")), "{e}");
+        assert_eq!(current_thread_cpus().unwrap(), mine, "a refused run leaves this thread's CPUs as they were");
+        let [.., lab] = mine.cpus() else { unreachable!("a CPU list is never empty") };
+        if mine.cpus().len() < 2 {
+            return;
+        }
+        let r = run(&o(&[*lab])).unwrap();
+        let stack: Vec<usize> = mine.cpus().iter().copied().filter(|c| c != lab).collect();
+        assert_eq!(r.to_json()["placement"], json!({"lab_cpus": [lab], "stack_cpus": stack}));
+        assert_eq!(r.fast.timed.frames_echoed, 10, "every frame echoed with the lab apart");
+        assert_eq!(current_thread_cpus().unwrap(), mine, "the run gives this thread its CPUs back");
+    }
+
+    #[test]
     fn a_small_run_echoes_everything_and_reports_every_key() {
         let o = CanechoOptions { frames: 20, gap_us: 3_000, load_frames: 200, ..CanechoOptions::default() };
         let r = run(&o).unwrap();
@@ -605,6 +701,8 @@ mod tests {
                 "load_host_steal_pct",
                 "errata_recovered",
                 "timed_errata_recovered",
+                "timed_echo_preemptions_per_echo",
+                "load_echo_preemptions_per_echo",
             ] {
                 assert!(!v[k].is_null(), "{p}.{k} missing: {v}");
             }
@@ -661,6 +759,7 @@ mod tests {
             assert!(p == "fast" || (w.polled, w.timed_sleeps) == (0, 0), "{p} polled for INT: {w:?}");
             assert_eq!(j[p]["int_wait"]["woken"], w.woken, "{p}");
         }
+        assert_eq!(j["placement"], json!({"lab_cpus": null, "stack_cpus": null}));
         assert!(r.table().contains("RX EOF → echo SOF"));
         assert_eq!(j["model"]["errata"].as_array().map(Vec::len), Some(Errata::ALL.names().len()), "{j}");
         for p in ["classic", "linux69", "fast"] {

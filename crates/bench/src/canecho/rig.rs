@@ -15,6 +15,7 @@ use wirespeed_lab::gpio::{GpioChip, GpioChipConfig};
 use wirespeed_lab::spi::{SpiController, SpiControllerConfig};
 use wirespeed_lab::PinSink;
 use wirespeed_lab::{Lab, LabConfig};
+use wirespeed_time::realtime::CpuList;
 use wirespeed_time::{now, Instant};
 
 /// The INT line's offset on the lab GPIO chip.
@@ -82,8 +83,16 @@ pub struct Traffic {
 }
 
 impl Rig {
-    pub fn new(policy: Policy, name: &'static str, t: &Traffic, record: usize) -> Result<Rig, String> {
-        let lab = Lab::try_new(LabConfig::default()).map_err(|e| e.to_string())?;
+    /// A rig whose lab's interrupt thread runs on `lab_cpus` (if given).
+    pub fn new(
+        policy: Policy,
+        name: &'static str,
+        t: &Traffic,
+        record: usize,
+        lab_cpus: Option<&CpuList>,
+    ) -> Result<Rig, String> {
+        let config = LabConfig { interrupt_thread_cpus: lab_cpus.cloned(), ..LabConfig::default() };
+        let lab = Lab::try_new(config).map_err(|e| e.to_string())?;
         let can =
             CanBus::new(&lab, "can0", BitRates::new(t.bitrate, t.bitrate.max(2_000_000))).map_err(|e| e.to_string())?;
         let rec = Recorder::attach(&can, record);

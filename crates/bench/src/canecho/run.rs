@@ -2,7 +2,7 @@
 
 use super::rig::{named_thread_cpu_ns, Rig, Traffic};
 use crate::stats::{median, percentile};
-use crate::usage::{thread_cpu_ns, HostSteal, ProcessUsage};
+use crate::usage::{thread_cpu_ns, thread_preemptions, HostSteal, ProcessUsage};
 use std::collections::HashMap;
 use std::time::Duration;
 use wirespeed::spi::Policy;
@@ -13,6 +13,7 @@ use wirespeed_lab::can::INTERMISSION_BITS;
 use wirespeed_lab::spi::{Clocked, SpiController};
 use wirespeed_lab::trace::{cs_windows, TraceEvent};
 use wirespeed_lab::WakeCost;
+use wirespeed_time::realtime::CpuList;
 use wirespeed_time::{now, Instant};
 
 /// What the echo thread reports.
@@ -20,6 +21,8 @@ use wirespeed_time::{now, Instant};
 pub struct EchoOutcome {
     pub echoed: u64,
     pub thread_cpu_ns: u64,
+    /// Times the echo thread was preempted during the loop.
+    pub preempted: u64,
     /// The pump thread's CPU time when the echo loop ended (same instant as
     /// `thread_cpu_ns`; 0 without a pump thread).
     pub pump_cpu_ns_at_end: u64,
@@ -91,6 +94,7 @@ fn echo_thread(
     // system call each side of a wake-up) would lengthen.
     WakeCost::count_cpu_on_this_thread(count_wake_cpu);
     let cpu0 = thread_cpu_ns();
+    let preempted0 = thread_preemptions();
     let wake0 = WakeCost::of_this_thread();
     let clocked0 = block.clocked();
     let mut out = EchoOutcome::default();
@@ -108,6 +112,7 @@ fn echo_thread(
         }
     }
     out.thread_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+    out.preempted = thread_preemptions().saturating_sub(preempted0);
     out.lab_wakes = WakeCost::of_this_thread().since(wake0);
     out.clocked = block.clocked().since(clocked0);
     // The pump's share stops here too: what follows (collecting the last
@@ -280,6 +285,8 @@ pub struct Timed {
     pub errata_recovered: u64,
     /// How the driver's INT waits ended.
     pub int_wait: IntWaitStats,
+    /// Times the echo thread was preempted.
+    pub echo_preemptions: u64,
 }
 
 impl Timed {
@@ -304,6 +311,7 @@ impl Timed {
         s.frames_echoed += o.frames_echoed;
         s.payload_mismatches += o.payload_mismatches;
         s.errata_recovered += o.errata_recovered;
+        s.echo_preemptions += o.echo_preemptions;
         s.int_wait = add_int_waits(s.int_wait, o.int_wait);
         if s.transfers_per_frame.is_empty() {
             s.transfers_per_frame = o.transfers_per_frame;
@@ -317,9 +325,15 @@ impl Timed {
 }
 
 /// The timed run: `t.count` frames, each echoed, with the SPI bus traced.
-pub fn timed(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) -> Result<Timed, String> {
+pub fn timed(
+    policy: Policy,
+    name: &'static str,
+    t: &Traffic,
+    echo_offset: i32,
+    lab_cpus: Option<&CpuList>,
+) -> Result<Timed, String> {
     let cfg = driver_config(t, &policy);
-    let mut rig = Rig::new(policy, name, t, (2 * t.count as usize).max(16))?;
+    let mut rig = Rig::new(policy, name, t, (2 * t.count as usize).max(16), lab_cpus)?;
     let handle = spawn_echo(&mut rig, cfg, t.count, echo_id(t.id, echo_offset), format!("spi-pump-{name}"), false)?;
     rig.block.trace_start((t.count as usize * 400).max(4096));
     let start = now().add_ns(2_000_000);
@@ -354,6 +368,7 @@ pub fn timed(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) 
         echo_cpu_pct: echo.thread_cpu_ns as f64 * 100.0 / run_ns as f64,
         errata_recovered: echo.errata_recovered,
         int_wait: echo.int_wait,
+        echo_preemptions: echo.preempted,
         limit,
         ..Timed::default()
     };
@@ -418,6 +433,8 @@ pub struct Load {
     pub rx_dropped: u64,
     /// How many times one of the driver's erratum workarounds fired.
     pub errata_recovered: u64,
+    /// Times the echo thread was preempted.
+    pub echo_preemptions: u64,
     /// CPU time the hypervisor took from this machine during the run, in %
     /// of all CPUs' time (`None`: not reported). The lab's bus keeps real
     /// time while a stolen CPU stands still, so steal can lose frames.
@@ -447,15 +464,22 @@ impl Load {
             rx_overflows: self.rx_overflows + o.rx_overflows,
             rx_dropped: self.rx_dropped + o.rx_dropped,
             errata_recovered: self.errata_recovered + o.errata_recovered,
+            echo_preemptions: self.echo_preemptions + o.echo_preemptions,
             host_steal_pct: steal,
         }
     }
 }
 
 /// The load run: back-to-back frames, CPU per thread.
-pub fn load(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) -> Result<Load, String> {
+pub fn load(
+    policy: Policy,
+    name: &'static str,
+    t: &Traffic,
+    echo_offset: i32,
+    lab_cpus: Option<&CpuList>,
+) -> Result<Load, String> {
     let cfg = driver_config(t, &policy);
-    let mut rig = Rig::new(policy, name, t, 16)?;
+    let mut rig = Rig::new(policy, name, t, 16, lab_cpus)?;
     let pump = format!("spi-pump-{name}");
     let handle = spawn_echo(&mut rig, cfg, t.count, echo_id(t.id, echo_offset), pump.clone(), true)?;
     let start = now().add_ns(2_000_000);
@@ -483,6 +507,7 @@ pub fn load(policy: Policy, name: &'static str, t: &Traffic, echo_offset: i32) -
         rx_overflows: out.rx_overflows,
         rx_dropped: out.rx_dropped,
         errata_recovered: out.errata_recovered,
+        echo_preemptions: out.preempted,
     })
 }
 
