@@ -46,8 +46,7 @@ const fn erase3(t4k: OpTime, t32k: OpTime, t64k: OpTime) -> [EraseType; 3] {
 const W25Q128_ERASE: [EraseType; 3] = erase3(OpTime::ms(45, 400), OpTime::ms(120, 1600), OpTime::ms(150, 2000));
 // The W25Q256JV's datasheet gives a typical 4 KiB erase of 50 ms (the W25Q128JV's: 45).
 const W25Q256_ERASE: [EraseType; 3] = erase3(OpTime::ms(50, 400), OpTime::ms(120, 1600), OpTime::ms(150, 2000));
-// The maxima as an STM32 QSPI driver's MX25L12835F constants give them
-// (`rainer20512/stm32-fw`, `common/src/dev/qspi/mx25r6435f.h`), as the lab's row.
+// Datasheet revision 1.6, as the lab's row.
 const MX25_ERASE: [EraseType; 3] = erase3(OpTime::ms(30, 120), OpTime::ms(150, 650), OpTime::ms(280, 650));
 // The −40…85 °C grade's maxima for up to 50K cycles, as the lab's row.
 const GD25_ERASE: [EraseType; 3] = erase3(OpTime::ms(50, 200), OpTime::ms(150, 800), OpTime::ms(200, 1200));
@@ -88,7 +87,7 @@ pub const KNOWN_CHIPS: &[KnownChip] = &[
         page_size: 256,
         program: ProgramKind::Page,
         erase: &MX25_ERASE,
-        page_program: OpTime::us(330, 1200),
+        page_program: OpTime::us(500, 1500),
         chip_erase: OpTime::ms(50_000, 80_000),
         write_status: OpTime::ms(40, 40),
         protect: ProtectLayout { bp_shift: 2, bp_bits: 4, tb_bit: None, unit: 64 * KIB },

@@ -156,13 +156,13 @@ pub const W25Q128JV: ChipSpec = ChipSpec {
     sr1_default: 0x00,
 };
 
-/// Macronix MX25L12835F, 128 Mbit. Times: datasheet "Erase and Programming
-/// Performance": tPP 0.33/1.2 ms, tSE 30/120 ms, tBE32 0.15/0.65 s,
-/// tBE 0.28/0.65 s, tCE 50/80 s, tW 40 ms max (typ not given: max used).
-/// The erase maxima agree with an STM32 QSPI driver's MX25L12835F constants
-/// (`rainer20512/stm32-fw`, `common/src/dev/qspi/mx25r6435f.h`: sector 120,
-/// 32 and 64 KiB block 650 ms, chip 80 s); the typical times were checked
-/// against no second source.
+/// Macronix MX25L12835F, 128 Mbit. Times: datasheet revision 1.6 (2016,
+/// P/N PM1795; `lvalen91/CPC200-CCPA_resources`,
+/// `hardware/MX25L12835F_datasheet.pdf`), §14 "Erase and Programming
+/// Performance" and Table 18: tPP 0.5/1.5 ms, tSE 30/120 ms, tBE32
+/// 0.15/0.65 s, tBE64 0.28/0.65 s, tCE 50/80 s, tW 40 ms max (no typical
+/// given: the maximum is used). Revision 1.1 (2012) had slower times
+/// (tPP 0.6/3 ms, tSE 43/200 ms), changed in revision 1.3.
 pub const MX25L12835F: ChipSpec = ChipSpec {
     name: "MX25L12835F",
     jedec_id: [0xC2, 0x20, 0x18],
@@ -174,7 +174,7 @@ pub const MX25L12835F: ChipSpec = ChipSpec {
         EraseType { size: 32 * KIB, opcode: 0x52, opcode_4b: None, time: ms(150, 650) },
         EraseType { size: 64 * KIB, opcode: 0xD8, opcode_4b: None, time: ms(280, 650) },
     ],
-    page_program: us(330, 1200),
+    page_program: us(500, 1500),
     chip_erase: ms(50_000, 80_000),
     write_status: ms(40, 40),
     rdsr2: false,
