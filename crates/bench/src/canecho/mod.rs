@@ -659,7 +659,7 @@ mod tests {
         };
         let all = run(&o(mine.cpus())).map(|_| ()).expect_err("no CPU left for the stack");
         assert!(all.contains("leaves the stack no CPU"), "{all}");
-        let stranger = (0..64).find(|c| !mine.cpus().contains(c)).unwrap();
+        let stranger = (0..wirespeed_time::realtime::MAX_CPUS).find(|c| !mine.cpus().contains(c)).unwrap();
         let e = run(&o(&[stranger])).map(|_| ()).expect_err("a CPU this process may not use");
         assert!(e.contains(&format!("CPU {stranger} is not one this process may use")), "{e}");
         assert_eq!(current_thread_cpus().unwrap(), mine, "a refused run leaves this thread's CPUs as they were");
