@@ -163,17 +163,12 @@ impl Scheduler {
 
     /// Starts an interrupt thread named `name`, or says why it could not be created.
     pub fn try_start(name: &str) -> Result<Scheduler, LabStartError> {
-        Scheduler::try_start_with(std::thread::Builder::new(), name)
+        Scheduler::try_start_on(std::thread::Builder::new(), name, None)
     }
 
-    /// [`Scheduler::try_start`] on a thread `builder` makes (this names it):
-    /// a test can hand it a builder whose thread cannot be created.
-    pub(crate) fn try_start_with(builder: std::thread::Builder, name: &str) -> Result<Scheduler, LabStartError> {
-        Scheduler::spawn(builder, name, Margin::INITIAL_NS, None)
-    }
-
-    /// [`Scheduler::try_start_with`], the thread placed on `cpus` before it
-    /// runs anything.
+    /// [`Scheduler::try_start`] on a thread `builder` makes (this names it;
+    /// a test can hand it a builder whose thread cannot be created), placed
+    /// on `cpus` before it runs anything.
     pub(crate) fn try_start_on(
         builder: std::thread::Builder,
         name: &str,

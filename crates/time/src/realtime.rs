@@ -338,7 +338,7 @@ pub fn setup(options: &RealtimeOptions) -> RealtimeReport {
         if options.cpu_dma_latency { StepOutcome::from_io(hold_cpu_dma_latency_zero()) } else { StepOutcome::Skipped };
     let cpu_affinity = match &options.cpu_affinity {
         None => StepOutcome::Skipped,
-        Some(list) => StepOutcome::from_io(set_affinity(list)),
+        Some(list) => StepOutcome::from_io(pin_current_thread(list)),
     };
     if fifo == StepOutcome::Ok || timer_slack == StepOutcome::Ok {
         forget_wake_margins();
@@ -357,11 +357,6 @@ fn hold_cpu_dma_latency_zero() -> io::Result<()> {
     Ok(())
 }
 
-/// Lets the calling thread run only on `list`'s CPUs (`sched_setaffinity`).
-pub fn pin_current_thread(list: &CpuList) -> io::Result<()> {
-    set_affinity(list)
-}
-
 /// The CPUs the calling thread may run on (`sched_getaffinity`).
 pub fn current_thread_cpus() -> io::Result<CpuList> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its
@@ -374,7 +369,8 @@ pub fn current_thread_cpus() -> io::Result<CpuList> {
     }
 }
 
-fn set_affinity(list: &CpuList) -> io::Result<()> {
+/// Lets the calling thread run only on `list`'s CPUs (`sched_setaffinity`).
+pub fn pin_current_thread(list: &CpuList) -> io::Result<()> {
     // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it and
     // every number was checked against CPU_SETSIZE when the list was built.
     unsafe {
