@@ -564,10 +564,19 @@ fn debounced_edges_come_after_the_period_and_realtime_stamps_use_the_wall_clock(
     let w0 = wall();
     b.chip.drive_external(3, Some(true), wirespeed_time::now());
     b.chip.drive_external(3, Some(false), wirespeed_time::now());
-    b.chip.drive_external(3, Some(true), wirespeed_time::now());
-    assert_eq!(line.read(&mut [0u8; 48], true), Err(libc::EAGAIN), "nothing before the level is stable");
+    let settled_from = wirespeed_time::now();
+    b.chip.drive_external(3, Some(true), settled_from);
     let mut buf = [0u8; 96];
-    assert_eq!(line.read(&mut buf, false), Ok(48), "one edge for the bounces");
+    let early = line.read(&mut buf, true);
+    // Under valgrind the read can come after the period has passed; only an early read proves anything.
+    if wirespeed_time::now().ns_since(settled_from) < 2_000_000 {
+        assert_eq!(early, Err(libc::EAGAIN), "nothing before the level is stable");
+    }
+    if early.is_err() {
+        assert_eq!(line.read(&mut buf, false), Ok(48), "one edge for the bounces");
+    } else {
+        assert_eq!(early, Ok(48), "one edge for the bounces");
+    }
     let w1 = wall();
     let ts = u64::from_ne_bytes(buf[..8].try_into().unwrap());
     assert_eq!(u32::from_ne_bytes(buf[8..12].try_into().unwrap()), GPIO_V2_LINE_EVENT_RISING_EDGE);
