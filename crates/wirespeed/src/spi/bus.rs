@@ -447,4 +447,13 @@ impl Bus {
     pub fn irq_wakeup_cost_ns(&self) -> u64 {
         self.inner.irq_cost.get_ns()
     }
+
+    /// The wire time below which this bus polls a transfer instead of
+    /// sleeping on the interrupt, ns: the policy's fixed threshold, or the
+    /// measured wake-up latency plus the sleep's own CPU; `None` if the
+    /// policy always sleeps (no adaptive completion).
+    pub fn poll_below_ns(&self) -> Option<u64> {
+        let p = &self.inner.policy;
+        p.adaptive_completion.then(|| p.poll_below_ns.unwrap_or_else(|| self.inner.irq_cost.poll_below_ns()))
+    }
 }

@@ -245,7 +245,7 @@ fn choose_completion(policy: &Policy, caps: &ControllerCaps, wire_ns: u64, irq_c
         Completion::Timed
     } else if !caps.can_poll || !policy.adaptive_completion {
         Completion::Irq
-    } else if wire_ns < policy.poll_below_ns.unwrap_or_else(|| irq_cost.get_ns()) {
+    } else if wire_ns < policy.poll_below_ns.unwrap_or_else(|| irq_cost.poll_below_ns()) {
         Completion::Poll
     } else {
         Completion::Irq

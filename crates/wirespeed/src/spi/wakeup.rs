@@ -1,33 +1,47 @@
 //! What an interrupt wake-up costs on this machine, as the core measured it.
 //!
-//! Adaptive completion polls when a transfer's expected wire time is below
-//! this cost. The estimate starts from a one-time measurement of a thread
-//! wake-up (a condition-variable ping-pong, done once per process) and is
-//! refined by every transfer that did wait on an interrupt: its completion
-//! was seen that long after the wire went quiet.
+//! Adaptive completion weighs a sleep on the interrupt against polling.
+//! Sleeping through a transfer adds the wake-up's latency to it and saves
+//! its wire time less the sleep's own CPU (entering the sleep, switching
+//! out and back in); so it polls while the wire time is below the two
+//! together ([`IrqCost::poll_below_ns`]). Both start from a one-time
+//! measurement (a condition-variable ping-pong, once per process): the
+//! median one-way latency, and the median CPU time the waiting thread spent
+//! per wait. The latency is refined by every transfer that did wait on an
+//! interrupt: its completion was seen that long after the wire went quiet.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
-use wirespeed_time::now;
+use wirespeed_time::{now, thread_cpu_ns};
 
 /// A running estimate of the interrupt wake-up cost, in ns.
 #[derive(Debug)]
 pub struct IrqCost {
     ns: AtomicU64,
+    /// The CPU a sleeping wait costs the thread that sleeps, ns (measured once).
+    sleep_cpu_ns: u64,
 }
 
 impl IrqCost {
     /// Starts from the process-wide wake-up measurement.
     pub fn measured() -> IrqCost {
-        IrqCost { ns: AtomicU64::new(thread_wakeup_ns()) }
+        let w = thread_wakeup();
+        IrqCost { ns: AtomicU64::new(w.latency_ns), sleep_cpu_ns: w.sleep_cpu_ns }
     }
 
-    /// The current estimate.
+    /// The current estimate of the wake-up latency.
     #[inline]
     pub fn get_ns(&self) -> u64 {
         self.ns.load(Ordering::Relaxed)
     }
 
+    /// The wire time below which adaptive completion polls: the wake-up
+    /// latency plus the sleep's own CPU. Below it, sleeping would add more
+    /// latency than it saves CPU.
+    #[inline]
+    pub fn poll_below_ns(&self) -> u64 {
+        self.get_ns().saturating_add(self.sleep_cpu_ns)
+    }
     /// Folds in one observed wake-up (exponential average, weight 1/8).
     pub fn observe(&self, ns: u64) {
         let old = self.get_ns();
@@ -39,37 +53,66 @@ impl IrqCost {
 /// The wake-up cost assumed when it cannot be measured.
 const UNMEASURED_WAKEUP_NS: u64 = 20_000;
 
+/// What waking a sleeping thread costs, measured once per process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wakeup {
+    /// Median one-way latency: from the notification to the woken thread
+    /// running, ns.
+    pub latency_ns: u64,
+    /// Median CPU time the sleeping thread spent per wait (going to sleep,
+    /// being switched out and back in), ns.
+    pub sleep_cpu_ns: u64,
+}
+
 /// The median one-way latency of waking a sleeping thread, measured once.
 pub fn thread_wakeup_ns() -> u64 {
-    static MEASURED: OnceLock<u64> = OnceLock::new();
+    thread_wakeup().latency_ns
+}
+
+/// The wake-up's latency and the sleep's CPU, measured once per process.
+pub fn thread_wakeup() -> Wakeup {
+    static MEASURED: OnceLock<Wakeup> = OnceLock::new();
     *MEASURED.get_or_init(measure_wakeup)
 }
 
-fn measure_wakeup() -> u64 {
+fn median(mut xs: Vec<u64>) -> u64 {
+    xs.sort_unstable();
+    xs.get(xs.len() / 2).copied().unwrap_or(UNMEASURED_WAKEUP_NS)
+}
+
+fn measure_wakeup() -> Wakeup {
     struct Ping {
         slot: Mutex<(u64, bool)>,
         cv: Condvar,
     }
+    let unmeasured = Wakeup { latency_ns: UNMEASURED_WAKEUP_NS, sleep_cpu_ns: UNMEASURED_WAKEUP_NS };
     let ping = Arc::new(Ping { slot: Mutex::new((0, false)), cv: Condvar::new() });
     let p2 = ping.clone();
     let rounds = 21;
     let probe = std::thread::Builder::new().name("wakeup-probe".into()).spawn(move || {
-        let mut samples = Vec::with_capacity(rounds);
+        let mut latency = Vec::with_capacity(rounds);
+        let mut cpu = Vec::with_capacity(rounds);
         for _ in 0..rounds {
             let mut g = p2.slot.lock().unwrap_or_else(|e| e.into_inner());
+            let cpu0 = thread_cpu_ns();
+            let mut slept = false;
             while !g.1 {
+                slept = true;
                 g = p2.cv.wait(g).unwrap_or_else(|e| e.into_inner());
             }
-            samples.push(now().as_ns().saturating_sub(g.0));
+            latency.push(now().as_ns().saturating_sub(g.0));
+            if slept {
+                cpu.push(thread_cpu_ns().saturating_sub(cpu0));
+            }
             g.1 = false;
             p2.cv.notify_all();
         }
-        samples
+        (latency, cpu)
     });
     let Ok(waiter) = probe else {
         // No thread to wake: the machine cannot measure one, so assume a
         // typical one (the bus will fail to start for the same reason).
-        return UNMEASURED_WAKEUP_NS;
+        return unmeasured;
     };
     for _ in 0..rounds {
         std::thread::sleep(std::time::Duration::from_micros(200));
@@ -80,9 +123,11 @@ fn measure_wakeup() -> u64 {
         *g = (now().as_ns(), true);
         ping.cv.notify_all();
     }
-    let mut samples = waiter.join().unwrap_or_else(|_| vec![UNMEASURED_WAKEUP_NS]);
-    samples.sort_unstable();
-    samples[samples.len() / 2].max(1_000)
+    let Ok((latency, cpu)) = waiter.join() else { return unmeasured };
+    Wakeup {
+        latency_ns: median(latency).max(1_000),
+        sleep_cpu_ns: if cpu.is_empty() { UNMEASURED_WAKEUP_NS } else { median(cpu) },
+    }
 }
 
 #[cfg(test)]
@@ -91,11 +136,20 @@ mod tests {
 
     #[test]
     fn estimate_moves_toward_observations() {
-        let c = IrqCost { ns: AtomicU64::new(10_000) };
+        let c = IrqCost { ns: AtomicU64::new(10_000), sleep_cpu_ns: 3_000 };
         for _ in 0..100 {
             c.observe(50_000);
         }
         assert!(c.get_ns() > 45_000, "{}", c.get_ns());
         assert!(thread_wakeup_ns() >= 1_000);
+        assert_eq!(c.poll_below_ns(), c.get_ns() + 3_000, "the sleep's CPU is added to the latency");
+    }
+
+    #[test]
+    fn a_sleep_costs_its_thread_some_cpu_but_less_than_the_pause_that_caused_it() {
+        let w = thread_wakeup();
+        // The waiter slept through a 200 µs pause between pings: its CPU
+        // is the sleep's overhead (microseconds), never the pause.
+        assert!(w.sleep_cpu_ns > 0 && w.sleep_cpu_ns < 200_000, "{w:?}");
     }
 }
