@@ -11,7 +11,7 @@ use wirespeed_bench::plot::{write_latency_plot, Format, LatencyPlot};
 use wirespeed_bench::regmap::RegmapOptions;
 use wirespeed_bench::shim::{Launcher, ShimOptions};
 use wirespeed_bench::spi::SpiOptions;
-use wirespeed_time::realtime::CpuList;
+use wirespeed_time::realtime::{CpuList, FifoPriority};
 
 use crate::cli_error::CliError;
 use crate::host_flag::{with_host, HostArgs};
@@ -488,6 +488,16 @@ pub struct CanechoArgs {
     /// preempted)
     #[arg(long, value_name = "LIST")]
     lab_cpus: Option<CpuList>,
+    /// SCHED_FIFO priority of the IRQ path: the echo thread (the kernel's
+    /// IRQ thread), the SPI core's pump thread and the labs' interrupt
+    /// threads, for every policy alike. The kernel runs a threaded IRQ
+    /// handler and the pump of a device that asks for it (mcp251xfd does) at
+    /// 50. 0: leave them at this process's policy (SCHED_OTHER unless
+    /// --realtime), where the lab's thread may preempt the echo thread.
+    /// Refused without the privilege: reported, and the run goes on.
+    #[arg(long, value_name = "0-99", default_value_t = wirespeed_bench::canecho::IRQ_THREAD_PRIORITY,
+          value_parser = clap::value_parser!(u32).range(0..=99))]
+    irq_priority: u32,
 }
 
 /// A help line with the default and the `--quick` one (the two differ).
@@ -511,6 +521,7 @@ impl CanechoArgs {
             compare_errata: !self.no_errata && !self.no_errata_comparison,
             rounds: self.rounds,
             lab_cpus: self.lab_cpus.clone(),
+            irq_priority: FifoPriority::new(self.irq_priority).ok(),
         }
     }
 }

@@ -90,6 +90,28 @@
 //! then fall below the wire time: `cpu_ratio_bound` holds only while fast
 //! polls every transfer.
 //!
+//! **How the IRQ path is scheduled.** The kernel seed 000 measured runs
+//! both threads of this path at SCHED_FIFO 50: the threaded interrupt
+//! handler (`request_threaded_irq` → `setup_irq_thread` → `sched_set_fifo`)
+//! and the SPI controller's message pump, because `mcp251xfd_probe` sets
+//! `spi->rt = true` (→ `spi_set_thread_rt`, the same `sched_set_fifo`). So
+//! does this experiment, for every policy alike
+//! ([`CanechoOptions::irq_priority`], `--irq-priority`, default
+//! [`IRQ_THREAD_PRIORITY`]): the echo thread, the SPI core's pump thread and
+//! the labs' interrupt threads inherit SCHED_FIFO 50 from the thread that
+//! starts them. At equal realtime priority a waking lab thread cannot
+//! preempt the running echo thread, so the scheduler puts it on another
+//! CPU, as hardware runs beside the CPU; at SCHED_OTHER (`--irq-priority 0`)
+//! it preempts the echo thread in the middle of its transfers instead
+//! (about two to six times per echo here). `scheduling` in the JSON says
+//! what the runs had, `echo_thread_realtime` per policy what the echo
+//! thread had; a refusal (no privilege) is reported and the runs go on.
+//! `wakeup_probe` is the SPI core's one-time measurement of a wake-up
+//! (latency, and the sleeping thread's CPU), and `poll_below_us` per policy
+//! the wire time below which that bus polled a transfer rather than sleep
+//! on its interrupt (fast: the two added up, refined by its interrupt
+//! waits; linux-6.9: spi-imx's 30 µs; classic: none, it always sleeps).
+//!
 //! **The chip as the silicon is.** The MCP2518FD model runs with its errata
 //! on (`model.errata` lists them: the TBC read-CRC, the FIFOCI index, no
 //! CERRIF on the way back to error-active, the SPI clock limit, ECC, sleep,
@@ -117,7 +139,7 @@ use run::{int_wait_share, summary, Load, Timed};
 use serde_json::json;
 use wirespeed::spi::Policy;
 use wirespeed_lab::devices::mcp2518fd::Errata;
-use wirespeed_time::realtime::{current_thread_cpus, pin_current_thread, CpuList};
+use wirespeed_time::realtime::{current_thread_cpus, pin_current_thread, CpuList, FifoGuard, FifoPriority};
 
 pub use rig::Traffic;
 
@@ -155,7 +177,20 @@ pub struct CanechoOptions {
     /// echo thread, the SPI pump) on the others this process may use
     /// (`None`: all threads wherever the scheduler puts them).
     pub lab_cpus: Option<CpuList>,
+    /// The IRQ path's scheduling: `Some(p)` runs the echo thread, the SPI
+    /// core's pump thread and the labs' interrupt threads at SCHED_FIFO `p`
+    /// ([`IRQ_THREAD_PRIORITY`] by default, as the kernel runs them); `None`
+    /// leaves every thread at the policy this process has (SCHED_OTHER,
+    /// unless `--realtime` changed it).
+    pub irq_priority: Option<FifoPriority>,
 }
+
+/// The SCHED_FIFO priority the kernel gives the threads seed 000 measured:
+/// a threaded interrupt handler (`kernel/irq/manage.c`, `setup_irq_thread`:
+/// `sched_set_fifo`, `MAX_RT_PRIO / 2`) and the SPI controller's message
+/// pump once a device asks for it (`spi_set_thread_rt`, the same call;
+/// `mcp251xfd_probe` sets `spi->rt = true`).
+pub const IRQ_THREAD_PRIORITY: u32 = 50;
 
 impl Default for CanechoOptions {
     fn default() -> Self {
@@ -171,6 +206,7 @@ impl Default for CanechoOptions {
             compare_errata: true,
             rounds: 0,
             lab_cpus: None,
+            irq_priority: Some(FifoPriority::new(IRQ_THREAD_PRIORITY).expect("50 is within 1..=99")),
         }
     }
 }
@@ -300,6 +336,8 @@ impl PolicyReport {
             "load_host_steal_pct": self.load.host_steal_pct.map(|p| round(p, 1)),
             "errata_recovered": self.load.errata_recovered,
             "timed_errata_recovered": self.timed.errata_recovered,
+            "poll_below_us": self.load.poll_below_ns.map(|ns| r1(ns as f64 / 1e3)),
+            "echo_thread_realtime": t.rounds > 0 && t.realtime_rounds == t.rounds,
         })
     }
 }
@@ -315,6 +353,49 @@ pub struct CanechoReport {
     /// The CPUs the stack's threads ran on, when kept off the lab's
     /// ([`CanechoOptions::lab_cpus`]).
     pub stack_cpus: Option<CpuList>,
+    /// How the IRQ path's threads were scheduled.
+    pub scheduling: Scheduling,
+    /// The SPI core's one-time measurement of a wake-up, from which fast's
+    /// adaptive completion starts (its `poll_below_us` is where it ended).
+    pub wakeup: wirespeed::spi::Wakeup,
+}
+
+/// The scheduling the runs had ([`CanechoOptions::irq_priority`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scheduling {
+    /// The SCHED_FIFO priority asked for, if any.
+    pub requested: Option<u32>,
+    /// Why the system refused it (the runs then went on at the process's policy).
+    pub refused: Option<String>,
+}
+
+impl Scheduling {
+    /// The priority the IRQ path ran at, if it ran at SCHED_FIFO by this request.
+    pub fn fifo_priority(&self) -> Option<u32> {
+        self.requested.filter(|_| self.refused.is_none())
+    }
+
+    /// Switches the calling thread, and so every thread it starts while the
+    /// guard lives, to SCHED_FIFO at `priority`; a refusal is recorded.
+    fn enter(priority: Option<FifoPriority>) -> (Scheduling, Option<FifoGuard>) {
+        let requested = priority.map(FifoPriority::get);
+        match priority.map(FifoGuard::enter) {
+            None => (Scheduling { requested, refused: None }, None),
+            Some(Ok(g)) => (Scheduling { requested, refused: None }, Some(g)),
+            Some(Err(e)) => (Scheduling { requested, refused: Some(e.to_string()) }, None),
+        }
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        json!({
+            "irq_path": match self.fifo_priority() {
+                Some(p) => format!("SCHED_FIFO {p}"),
+                None => "process default".to_owned(),
+            },
+            "requested_fifo_priority": self.requested,
+            "refused": self.refused,
+        })
+    }
 }
 
 impl std::ops::Deref for CanechoReport {
@@ -347,8 +428,10 @@ pub fn run(o: &CanechoOptions) -> Result<CanechoReport, String> {
     let lab = o.lab_cpus.as_ref();
     let placed = lab.map(Placement::apart).transpose()?;
     let stack_cpus = placed.as_ref().map(|p| p.stack.clone());
+    let (scheduling, fifo) = Scheduling::enter(o.irq_priority);
     let [tc, tl, tf] = pooled(&timed_t, rounds, compare, |p, n, t| run::timed(p, n, t, offset, lab), Timed::merge)?;
     let [lc, ll, lf] = pooled(&load_t, rounds, compare, |p, n, t| run::load(p, n, t, offset, lab), Load::merge)?;
+    drop(fifo);
     drop(placed);
     let report = |timed, load| PolicyReport { timed, load };
     let errata_off = match ((tc.1, lc.1), (tl.1, ll.1), (tf.1, lf.1)) {
@@ -358,7 +441,14 @@ pub fn run(o: &CanechoOptions) -> Result<CanechoReport, String> {
         _ => None,
     };
     let runs = Runs { classic: report(tc.0, lc.0), linux69: report(tl.0, ll.0), fast: report(tf.0, lf.0) };
-    Ok(CanechoReport { options: o.clone(), runs, errata_off, stack_cpus })
+    Ok(CanechoReport {
+        options: o.clone(),
+        runs,
+        errata_off,
+        stack_cpus,
+        scheduling,
+        wakeup: wirespeed::spi::thread_wakeup(),
+    })
 }
 
 /// The calling thread (and so every thread it starts) kept off a lab's
@@ -500,6 +590,11 @@ impl CanechoReport {
                 "lab_cpus": o.lab_cpus.as_ref().map(|l| l.cpus().to_vec()),
                 "stack_cpus": self.stack_cpus.as_ref().map(|l| l.cpus().to_vec()),
             },
+            "scheduling": self.scheduling.to_json(),
+            "wakeup_probe": {
+                "latency_us": round(self.wakeup.latency_ns as f64 / 1e3, 1),
+                "sleep_cpu_us": round(self.wakeup.sleep_cpu_ns as f64 / 1e3, 1),
+            },
             "classic": self.classic.to_json(),
             "linux69": self.linux69.to_json(),
             "fast": self.fast.to_json(),
@@ -596,6 +691,13 @@ impl CanechoReport {
             a.cpu_us_per_echo(),
             self.cpu_ratio_beyond_wire(),
         ));
+        s.push_str(&match (&self.scheduling.fifo_priority(), &self.scheduling.refused) {
+            (Some(p), _) => format!(
+                "IRQ path (echo thread, SPI pump) and the lab's interrupt threads at SCHED_FIFO {p}, as the kernel runs an IRQ thread and an rt SPI pump\n"
+            ),
+            (None, Some(why)) => format!("IRQ path at the process's scheduling: SCHED_FIFO refused ({why})\n"),
+            (None, None) => "IRQ path at the process's scheduling (--irq-priority 0)\n".to_owned(),
+        });
         s.push_str(&format!(
             "SPI transfers per frame: A {:?}, 6.9 {:?}, C {:?}\n",
             a.timed.transfers_per_frame, l.timed.transfers_per_frame, c.timed.transfers_per_frame
@@ -645,6 +747,7 @@ impl CanechoReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wirespeed_time::realtime::current_thread_is_realtime;
 
     #[test]
     fn the_lab_can_be_kept_off_the_stacks_cpus_and_bad_lists_are_refused_before_anything_runs() {
@@ -675,10 +778,45 @@ mod tests {
     }
 
     #[test]
+    fn without_an_irq_priority_the_echo_thread_keeps_the_process_policy() {
+        if current_thread_is_realtime() {
+            return; // nothing to tell apart
+        }
+        let o = CanechoOptions {
+            frames: 10,
+            gap_us: 3_000,
+            load_frames: 100,
+            compare_errata: false,
+            irq_priority: None,
+            ..CanechoOptions::default()
+        };
+        let j = run(&o).unwrap().to_json();
+        assert_eq!(j["scheduling"]["irq_path"], "process default");
+        for p in ["classic", "linux69", "fast"] {
+            assert_eq!(j[p]["echo_thread_realtime"], false, "{p}");
+        }
+    }
+
+    #[test]
     fn a_small_run_echoes_everything_and_reports_every_key() {
         let o = CanechoOptions { frames: 20, gap_us: 3_000, load_frames: 200, ..CanechoOptions::default() };
+        let was_realtime = current_thread_is_realtime();
         let r = run(&o).unwrap();
         let j = r.to_json();
+        assert_eq!(current_thread_is_realtime(), was_realtime, "the run gives this thread its policy back");
+        assert_eq!(j["scheduling"]["requested_fifo_priority"], IRQ_THREAD_PRIORITY);
+        // Root (as here and in CI) may run at SCHED_FIFO; elsewhere the refusal is reported.
+        let fifo = r.scheduling.fifo_priority().is_some();
+        assert_eq!(fifo, j["scheduling"]["refused"].is_null(), "{}", j["scheduling"]);
+        if fifo {
+            assert_eq!(j["scheduling"]["irq_path"], "SCHED_FIFO 50");
+        }
+        for p in ["classic", "linux69", "fast"] {
+            assert_eq!(j[p]["echo_thread_realtime"], fifo || was_realtime, "{p}: the echo thread as asked");
+        }
+        assert!(j["fast"]["poll_below_us"].as_f64().is_some_and(|us| us > 0.0), "fast adapts its completion");
+        assert_eq!(j["linux69"]["poll_below_us"], 30.0, "spi-imx's polling_limit_us");
+        assert!(j["classic"]["poll_below_us"].is_null(), "5.18 always sleeps");
         for p in ["classic", "linux69", "fast"] {
             let v = &j[p];
             for k in [

@@ -13,7 +13,7 @@ use wirespeed_lab::can::INTERMISSION_BITS;
 use wirespeed_lab::spi::{Clocked, SpiController};
 use wirespeed_lab::trace::{cs_windows, TraceEvent};
 use wirespeed_lab::WakeCost;
-use wirespeed_time::realtime::CpuList;
+use wirespeed_time::realtime::{current_thread_is_realtime, CpuList};
 use wirespeed_time::{now, Instant};
 
 /// What the echo thread reports.
@@ -39,6 +39,8 @@ pub struct EchoOutcome {
     pub clocked: Clocked,
     /// How the driver's INT waits ended.
     pub int_wait: IntWaitStats,
+    /// The echo thread ran under a realtime policy.
+    pub realtime: bool,
 }
 
 /// `a`'s and `b`'s counts of INT waits added up (the learned period,
@@ -97,7 +99,7 @@ fn echo_thread(
     let preempted0 = thread_preemptions();
     let wake0 = WakeCost::of_this_thread();
     let clocked0 = block.clocked();
-    let mut out = EchoOutcome::default();
+    let mut out = EchoOutcome { realtime: current_thread_is_realtime(), ..EchoOutcome::default() };
     let echo = CanId::Standard(id);
     while out.echoed < count {
         match d.recv(Some(Duration::from_millis(200))).map_err(|e| e.to_string())? {
@@ -287,6 +289,9 @@ pub struct Timed {
     pub int_wait: IntWaitStats,
     /// Times the echo thread was preempted.
     pub echo_preemptions: u64,
+    /// Rounds whose echo thread ran under a realtime policy, of `rounds`.
+    pub realtime_rounds: u64,
+    pub rounds: u64,
 }
 
 impl Timed {
@@ -312,6 +317,8 @@ impl Timed {
         s.payload_mismatches += o.payload_mismatches;
         s.errata_recovered += o.errata_recovered;
         s.echo_preemptions += o.echo_preemptions;
+        s.realtime_rounds += o.realtime_rounds;
+        s.rounds += o.rounds;
         s.int_wait = add_int_waits(s.int_wait, o.int_wait);
         if s.transfers_per_frame.is_empty() {
             s.transfers_per_frame = o.transfers_per_frame;
@@ -369,6 +376,8 @@ pub fn timed(
         errata_recovered: echo.errata_recovered,
         int_wait: echo.int_wait,
         echo_preemptions: echo.preempted,
+        realtime_rounds: u64::from(echo.realtime),
+        rounds: 1,
         limit,
         ..Timed::default()
     };
@@ -439,6 +448,10 @@ pub struct Load {
     /// of all CPUs' time (`None`: not reported). The lab's bus keeps real
     /// time while a stolen CPU stands still, so steal can lose frames.
     pub host_steal_pct: Option<f64>,
+    /// The wire time below which the bus polled a transfer rather than
+    /// sleep on its interrupt, at the end of the run (ns; `None`: the policy
+    /// always sleeps). The last round's.
+    pub poll_below_ns: Option<u64>,
 }
 
 impl Load {
@@ -466,6 +479,7 @@ impl Load {
             errata_recovered: self.errata_recovered + o.errata_recovered,
             echo_preemptions: self.echo_preemptions + o.echo_preemptions,
             host_steal_pct: steal,
+            poll_below_ns: o.poll_below_ns.or(self.poll_below_ns),
         }
     }
 }
@@ -508,6 +522,7 @@ pub fn load(
         rx_dropped: out.rx_dropped,
         errata_recovered: out.errata_recovered,
         echo_preemptions: out.preempted,
+        poll_below_ns: rig._spi_bus.poll_below_ns(),
     })
 }
 
