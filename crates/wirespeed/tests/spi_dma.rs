@@ -700,6 +700,7 @@ fn a_timed_64_byte_pio_transfer_at_1_mhz_returns_the_right_data() {
     let r = strict_rig(Policy::fast(), hz);
     for i in 0..3u8 {
         let tx = pattern(64, i);
+        let raised = r.block.irq().raise_count();
         let t0 = Instant::now();
         assert_eq!(r.duplex(&tx), tx, "run {i}");
         assert!(t0.elapsed() >= wire(64, u64::from(hz)), "run {i} finished before its wire time");
@@ -707,10 +708,37 @@ fn a_timed_64_byte_pio_transfer_at_1_mhz_returns_the_right_data() {
         // Timed needs a wire time above the spin threshold (100 µs unless built otherwise).
         if wirespeed::time::spin_threshold() < wire(64, u64::from(hz)) {
             assert_eq!(r.spy.last_completion(), Some(Completion::Timed), "512 µs of wire completes timed");
+            // A PIO transfer sleeps on its RX level, a few words (8 µs each) before the end.
+            assert_eq!(r.block.irq().raise_count(), raised + 1, "run {i}: woken by the RX-level interrupt");
         }
     }
     assert_eq!((r.spy.dma_calls(), r.spy.pio_calls()), (0, 3), "64 bytes by PIO");
     assert_eq!(r.maps(), (0, 0));
+}
+
+#[test]
+fn a_fifo_sized_transfer_too_long_to_poll_sleeps_until_its_rx_level_and_returns_the_right_data() {
+    // 16 bytes at 2 MHz: 64 µs of wire, too short for a timer's sleep (not
+    // above the spin threshold), too long for a 1 µs polling limit.
+    let hz = 2_000_000;
+    let w = wire(16, u64::from(hz));
+    for (timed, want) in [(true, Completion::Timed), (false, Completion::Irq)] {
+        let policy = Policy { poll_below_ns: Some(1_000), timed_completion: timed, ..Policy::fast() };
+        let r = strict_rig(policy, hz);
+        let raised = r.block.irq().raise_count();
+        for i in 0..4u8 {
+            let tx = pattern(16, i);
+            let t0 = Instant::now();
+            assert_eq!(r.duplex(&tx), tx, "timed {timed}, run {i}");
+            assert!(t0.elapsed() >= w, "timed {timed}, run {i} finished before its wire time");
+            assert_eq!(r.spy.last_completion(), Some(want), "timed {timed}");
+            assert_eq!(r.probe.take_mosi(), bytes_as_words(&tx));
+        }
+        if !timed {
+            assert!(r.block.irq().raise_count() >= raised + 4, "one interrupt per transfer");
+        }
+        assert_eq!((r.spy.dma_calls(), r.spy.pio_calls()), (0, 4), "16 bytes by PIO");
+    }
 }
 
 #[test]

@@ -237,8 +237,20 @@ fn wait_or_delay(policy: &Policy, from: Instant, ns: impl Into<u64>) {
     }
 }
 
+/// How to wait for a transfer of `len` bytes and `wire_ns` of wire time.
+/// Long ones sleep until just before their end (`timed_completion`); with
+/// adaptive completion, short ones poll and the rest sleep — until just
+/// before their end too when they fit the FIFO (with `timed_completion`),
+/// where a controller can raise its interrupt at a FIFO level ahead of the
+/// end instead of after it.
 #[inline]
-fn choose_completion(policy: &Policy, caps: &ControllerCaps, wire_ns: u64, irq_cost: &IrqCost) -> Completion {
+fn choose_completion(
+    policy: &Policy,
+    caps: &ControllerCaps,
+    wire_ns: u64,
+    len: usize,
+    irq_cost: &IrqCost,
+) -> Completion {
     if !caps.has_irq {
         Completion::Poll
     } else if policy.timed_completion && caps.can_poll && is_long(wire_ns) {
@@ -247,6 +259,8 @@ fn choose_completion(policy: &Policy, caps: &ControllerCaps, wire_ns: u64, irq_c
         Completion::Irq
     } else if wire_ns < policy.poll_below_ns.unwrap_or_else(|| irq_cost.poll_below_ns()) {
         Completion::Poll
+    } else if policy.timed_completion && len <= caps.fifo_bytes as usize {
+        Completion::Timed
     } else {
         Completion::Irq
     }
@@ -502,7 +516,7 @@ fn shift(
         // A CS window with no data (an embedded-hal transaction of delays only).
         return Ok(None);
     }
-    let completion = choose_completion(ctx.policy, &hw.caps, st.wire_ns, ctx.irq_cost);
+    let completion = choose_completion(ctx.policy, &hw.caps, st.wire_ns, st.len, ctx.irq_cost);
     let timeout_ns = transfer_timeout_ns(st.wire_ns, st.len, hw.caps.fifo_bytes);
     let timing = if st.word_delay_ns > 0 {
         run_word_by_word(hw, data, st, ctx.policy, timeout_ns, in_flight)
@@ -540,7 +554,7 @@ fn shift_dma(
     premapped: Option<DmaAddrs>,
     in_flight: &mut InFlight<'_>,
 ) -> Result<Option<Instant>, SpiError> {
-    let completion = choose_completion(ctx.policy, &hw.caps, st.wire_ns, ctx.irq_cost);
+    let completion = choose_completion(ctx.policy, &hw.caps, st.wire_ns, st.len, ctx.irq_cost);
     let timeout_ns = transfer_timeout_ns(st.wire_ns, st.len, hw.caps.fifo_bytes);
     let BusHw { face, dma, bounce: slot, .. } = hw;
     let Some(DmaSupport { domain, .. }) = dma.as_ref() else { unreachable!("shift_dma runs only on a bus with DMA") };

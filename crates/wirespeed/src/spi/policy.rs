@@ -31,7 +31,7 @@ use std::time::Duration;
 /// | `pipelined_pump` | each queued message completed, and the next taken, before the next one starts | `spi_finalize_current_message`, then `__spi_pump_messages`, 5.18 and 6.9 | off | off | on |
 /// | `optimize_message` | a prepared message is validated again at every run | 5.18 `__spi_validate` in every `__spi_sync`; 6.9 `spi_optimize_message` validates once | off | on | on |
 /// | `premapped_dma` | a prepared message's DMA buffers are mapped and unmapped at every run (IOVA allocation, page-table writes, the IOTLB invalidation of a strict IOMMU) | `spi_map_msg`/`spi_unmap_msg` around every message in `__spi_pump_transfer_message` (5.18) and `spi_transfer_one_message`'s caller (6.9); `spi_optimize_message` does not map | off | off | on |
-/// | `timed_completion` | a transfer longer than the spin threshold sleeps on the interrupt (the wake-up lands after its end) | spi-imx `wait_for_completion_timeout` on the transfer's or the DMA's completion, 5.18 and 6.9 | off | off | on |
+/// | `timed_completion` | a transfer longer than the spin threshold, or one that fits the FIFO and is not polled, sleeps on the interrupt (the wake-up lands after its end) | spi-imx `wait_for_completion_timeout` on the transfer's or the DMA's completion, 5.18 and 6.9 | off | off | on |
 /// | `bounce_dma` | a DMA transfer that is not prepared has the caller's buffers mapped before it and unmapped after it, whatever the IOMMU costs | `spi_map_msg`/`spi_unmap_msg` → `spi_map_buf`, 5.18 and 6.9 (swiotlb bounces only for a device that cannot reach the memory) | off | off | on |
 ///
 /// `idle_delay` stands for when the controller is really powered down: in
@@ -104,8 +104,11 @@ pub struct Policy {
     pub premapped_dma: bool,
     /// On: a transfer whose wire time is longer than the delay layer's spin
     /// threshold sleeps until just before its predicted end (less the
-    /// thread's wake-up margin) and polls the rest ([`Completion::Timed`](super::Completion::Timed)).
-    /// Off: it sleeps on the interrupt, and the wake-up comes after the end.
+    /// thread's wake-up margin) and polls the rest ([`Completion::Timed`](super::Completion::Timed));
+    /// so does, with adaptive completion, one too long to poll that fits the
+    /// FIFO (the controller raises its interrupt at a FIFO level that many
+    /// words before the end). Off: it sleeps on the interrupt, and the
+    /// wake-up comes after the end.
     pub timed_completion: bool,
     /// On: behind an IOMMU that translates (strict or lazy), a DMA transfer
     /// that is not prepared and is at most [`BOUNCE_MAX`](super::BOUNCE_MAX)
@@ -118,7 +121,8 @@ pub struct Policy {
     pub idle_delay: Duration,
     /// Adaptive completion's threshold: `None` uses the measured latency of
     /// an interrupt wake-up plus the sleep's own CPU (the default); `Some(ns)` fixes it (`Some(u64::MAX)`
-    /// always polls, `Some(0)` always waits on the IRQ).
+    /// always polls, `Some(0)` never polls: it waits on the IRQ, until just
+    /// before the end with `timed_completion`).
     pub poll_below_ns: Option<u64>,
 }
 

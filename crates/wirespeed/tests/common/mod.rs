@@ -69,5 +69,5 @@ pub fn poll_policy() -> Policy {
 }
 
 pub fn irq_policy() -> Policy {
-    Policy { poll_below_ns: Some(0), ..Policy::fast() }
+    Policy { poll_below_ns: Some(0), timed_completion: false, ..Policy::fast() }
 }

@@ -7,7 +7,9 @@
 //! lab board has one) and the block's engine moves them at wire speed.
 //! Completion by polling `STATUS`, by sleeping on the block's interrupt
 //! (RX-threshold or DONE, re-armed as the transfer proceeds), or timed
-//! ([`timed`]): asleep until just before the predicted end, then polled.
+//! ([`timed`]): asleep until just before the end, then polled — on the
+//! RX-threshold interrupt set that many words before the end when the
+//! transfer fits the FIFO, on a timer for a DMA transfer.
 
 mod dma;
 mod timed;
@@ -39,6 +41,9 @@ pub struct LabSpi {
     dma: Option<Arc<DmaDomain>>,
     /// How late timed waits wake up.
     lateness: timed::WakeLateness,
+    /// How late interrupt waits wake up: how many words before a burst's
+    /// end its RX-threshold interrupt is set, when a timed wait fits the FIFO.
+    irq_lead: timed::WakeLateness,
 }
 
 /// The most words one burst can shift (`XFERLEN` is 24 bits wide); longer
@@ -157,6 +162,7 @@ impl LabSpi {
             word_ns: word_ns(8, 2, base_hz),
             dma,
             lateness: timed::WakeLateness::default(),
+            irq_lead: timed::WakeLateness::starting_at(crate::spi::thread_wakeup().latency_ns),
         };
         // The block may have been left powered down (by an earlier driver's
         // idle teardown): power it up and wait for READY, as after teardown.
@@ -271,10 +277,9 @@ impl LabSpi {
         timeout: &mut Timeout,
         in_flight: &mut InFlight<'_>,
     ) -> Result<TransferTiming, ControllerFault> {
-        let end = now().add_ns(self.burst_ns(n));
         self.block.write(regs::START, regs::START_GO);
         in_flight.run();
-        self.sleep_until_near(end);
+        self.sleep_until_rx_level(n, timeout)?;
         self.pop_all(data, n, wb, timeout)
     }
 

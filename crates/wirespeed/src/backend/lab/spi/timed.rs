@@ -1,12 +1,16 @@
 //! Sleeping through most of a transfer whose end is predictable
-//! ([`Completion::Timed`](crate::spi::Completion::Timed)): until the
-//! predicted end less how late this driver's interrupt waits wake up, on the
+//! ([`Completion::Timed`](crate::spi::Completion::Timed)). A transfer that
+//! fits the FIFO sleeps on the block's RX-threshold interrupt, set as many
+//! words before its end as an interrupt's wake-up takes
+//! (`LabSpi::sleep_until_rx_level`). A DMA transfer sleeps until the
+//! predicted end less how late this driver's timed waits wake up, on the
 //! block's interrupt line with only its error interrupt enabled, so that an
-//! error ends the sleep at once. The caller polls the rest.
+//! error ends the sleep at once. Either way the caller polls the rest.
 //!
-//! How early to wake is learnt as it goes ([`WakeLateness`]): it starts from
-//! the delay layer's measured wake-up margin plus the thread's timer slack
-//! (a futex timeout may fire that much late), then rises whenever the
+//! How early to wake is learnt as it goes ([`WakeLateness`], one for each
+//! way): the timer's starts from the delay layer's measured wake-up margin
+//! plus the thread's timer slack (a futex timeout may fire that much late),
+//! the interrupt's from the SPI core's wake-up probe; each then rises whenever the
 //! first status read after a wake-up finds the transfer already done (the
 //! wake-up came after the end) and falls slowly when it does not, so that
 //! about one timed transfer in twenty wakes after its end. What it learns
@@ -14,7 +18,8 @@
 //! walks of a DMA transfer) and what delays the first status read after the
 //! wake-up (on the lab: its emulation of the words shifted during the sleep).
 
-use super::LabSpi;
+use super::{LabSpi, Timeout};
+use crate::spi::ControllerFault;
 use std::time::Duration;
 use wirespeed_lab::spi::regs;
 use wirespeed_time::realtime::current_timer_slack_ns;
@@ -45,6 +50,11 @@ pub(super) struct WakeLateness {
 }
 
 impl WakeLateness {
+    /// An estimate that starts at `ns` (not from the timer's wake margin).
+    pub(super) fn starting_at(ns: u64) -> WakeLateness {
+        WakeLateness { ns: Some(ns) }
+    }
+
     fn get(&mut self, wait: Duration) -> u64 {
         *self.ns.get_or_insert_with(|| wake_margin(wait).as_nanos() as u64 + current_timer_slack_ns())
     }
@@ -58,6 +68,38 @@ impl WakeLateness {
 }
 
 impl LabSpi {
+    /// Sleeps through most of a started burst of `n` words that all fit in
+    /// the FIFO, on the block's RX-threshold interrupt set that many words
+    /// before the end that the interrupt's wake-up takes (`irq_lead`: how
+    /// late interrupt waits wake, learnt as timed sleeps' is): a FIFO level
+    /// interrupt instead of a timer, so the wake-up costs what an
+    /// interrupt's does, and no timer's lateness. A burst shorter than that
+    /// lead is not slept through. Errors end the sleep at once; the caller
+    /// polls the rest.
+    pub(super) fn sleep_until_rx_level(&mut self, n: usize, timeout: &mut Timeout) -> Result<(), ControllerFault> {
+        let lead_ns = self.irq_lead.get(Duration::ZERO);
+        let lead_words = lead_ns.div_ceil(self.word_ns.max(1)).max(1) as usize;
+        if lead_words >= n {
+            return Ok(());
+        }
+        let level = n - lead_words;
+        // Already there (the CS gap or other in-flight work took that long):
+        // nothing to sleep for, and nothing learnt about wake-ups.
+        if regs::rx_level(self.status()?) as usize >= level {
+            return Ok(());
+        }
+        self.block.write(regs::RXTHR, level as u32);
+        self.block.write(regs::IRQEN, regs::IRQ_RXTH | regs::IRQ_ERR);
+        let woke = self.block.irq().wait(Some(Duration::from_nanos(timeout.deadline().remaining_ns())));
+        self.block.write(regs::IRQEN, 0);
+        if !woke {
+            return Err(self.fail(ControllerFault::Timeout));
+        }
+        let status = self.status()?;
+        self.irq_lead.observe(status & regs::STATUS_DONE != 0);
+        Ok(())
+    }
+
     /// How long `words` words take on the wire at the clock last configured.
     pub(super) fn burst_ns(&self, words: usize) -> u64 {
         self.word_ns.saturating_mul(words as u64)
