@@ -45,6 +45,10 @@ impl IrqCost {
     /// Folds in one observed wake-up (exponential average, weight 1/8).
     pub fn observe(&self, ns: u64) {
         let old = self.get_ns();
+        // One outlier (a wake-up preempted, a DMA transfer's first IOTLB
+        // walks) moves the estimate by at most 3/8 of itself: it may be the
+        // last observation for a long time once the estimate says "poll".
+        let ns = ns.min(old.saturating_mul(4));
         let new = old - old / 8 + ns / 8;
         self.ns.store(new.max(1_000), Ordering::Relaxed);
     }
@@ -143,6 +147,15 @@ mod tests {
         assert!(c.get_ns() > 45_000, "{}", c.get_ns());
         assert!(thread_wakeup_ns() >= 1_000);
         assert_eq!(c.poll_below_ns(), c.get_ns() + 3_000, "the sleep's CPU is added to the latency");
+    }
+
+    #[test]
+    fn one_outlier_moves_the_estimate_by_at_most_three_eighths() {
+        let c = IrqCost { ns: AtomicU64::new(8_000), sleep_cpu_ns: 3_000 };
+        c.observe(10_000_000);
+        assert_eq!(c.get_ns(), 11_000, "8 µs - 1 µs + min(10 ms, 32 µs) / 8");
+        c.observe(2_000);
+        assert!(c.get_ns() < 11_000);
     }
 
     #[test]
