@@ -454,6 +454,6 @@ impl Bus {
     /// policy always sleeps (no adaptive completion).
     pub fn poll_below_ns(&self) -> Option<u64> {
         let p = &self.inner.policy;
-        p.adaptive_completion.then(|| p.poll_below_ns.unwrap_or_else(|| self.inner.irq_cost.poll_below_ns()))
+        p.adaptive_completion.then(|| self.inner.irq_cost.poll_below_ns(p))
     }
 }

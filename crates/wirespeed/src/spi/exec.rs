@@ -257,7 +257,7 @@ fn choose_completion(
         Completion::Timed
     } else if !caps.can_poll || !policy.adaptive_completion {
         Completion::Irq
-    } else if wire_ns < policy.poll_below_ns.unwrap_or_else(|| irq_cost.poll_below_ns()) {
+    } else if wire_ns < irq_cost.poll_below_ns(policy) {
         Completion::Poll
     } else if policy.timed_completion && len <= caps.fifo_bytes as usize {
         Completion::Timed

@@ -102,7 +102,7 @@ pub use policy::Policy;
 pub use prepared::{Finished, OwnedTransfer, Pending, PreparedMessage};
 pub use stats::StatsSnapshot;
 pub use transfer::{Data, Mode, Transfer};
-pub use wakeup::{thread_wakeup, thread_wakeup_ns, Wakeup};
+pub use wakeup::{thread_wakeup, Wakeup};
 
 use crate::sync::MutexGuard;
 use callback::Callback;

@@ -10,6 +10,7 @@
 //! per wait. The latency is refined by every transfer that did wait on an
 //! interrupt: its completion was seen that long after the wire went quiet.
 
+use super::policy::Policy;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use wirespeed_time::{now, thread_cpu_ns};
@@ -35,13 +36,14 @@ impl IrqCost {
         self.ns.load(Ordering::Relaxed)
     }
 
-    /// The wire time below which adaptive completion polls: the wake-up
-    /// latency plus the sleep's own CPU. Below it, sleeping would add more
-    /// latency than it saves CPU.
+    /// The wire time below which adaptive completion polls under `policy`:
+    /// its fixed threshold, or the wake-up latency plus the sleep's own CPU
+    /// (below that, sleeping would add more latency than it saves CPU).
     #[inline]
-    pub fn poll_below_ns(&self) -> u64 {
-        self.get_ns().saturating_add(self.sleep_cpu_ns)
+    pub fn poll_below_ns(&self, policy: &Policy) -> u64 {
+        policy.poll_below_ns.unwrap_or_else(|| self.get_ns().saturating_add(self.sleep_cpu_ns))
     }
+
     /// Folds in one observed wake-up (exponential average, weight 1/8).
     pub fn observe(&self, ns: u64) {
         let old = self.get_ns();
@@ -66,11 +68,6 @@ pub struct Wakeup {
     /// Median CPU time the sleeping thread spent per wait (going to sleep,
     /// being switched out and back in), ns.
     pub sleep_cpu_ns: u64,
-}
-
-/// The median one-way latency of waking a sleeping thread, measured once.
-pub fn thread_wakeup_ns() -> u64 {
-    thread_wakeup().latency_ns
 }
 
 /// The wake-up's latency and the sleep's CPU, measured once per process.
@@ -128,10 +125,7 @@ fn measure_wakeup() -> Wakeup {
         ping.cv.notify_all();
     }
     let Ok((latency, cpu)) = waiter.join() else { return unmeasured };
-    Wakeup {
-        latency_ns: median(latency).max(1_000),
-        sleep_cpu_ns: if cpu.is_empty() { UNMEASURED_WAKEUP_NS } else { median(cpu) },
-    }
+    Wakeup { latency_ns: median(latency).max(1_000), sleep_cpu_ns: median(cpu) }
 }
 
 #[cfg(test)]
@@ -145,8 +139,9 @@ mod tests {
             c.observe(50_000);
         }
         assert!(c.get_ns() > 45_000, "{}", c.get_ns());
-        assert!(thread_wakeup_ns() >= 1_000);
-        assert_eq!(c.poll_below_ns(), c.get_ns() + 3_000, "the sleep's CPU is added to the latency");
+        assert!(thread_wakeup().latency_ns >= 1_000);
+        assert_eq!(c.poll_below_ns(&Policy::fast()), c.get_ns() + 3_000, "the sleep's CPU is added to the latency");
+        assert_eq!(c.poll_below_ns(&Policy::linux69()), 30_000, "a fixed threshold stands");
     }
 
     #[test]
