@@ -90,11 +90,12 @@ fn debounce_swallows_glitches_and_reports_stable_levels() {
     let setup = LineSetup { debounce_ns: 2_000_000, ..LineSetup::input(Pull::Down, EdgeDetect::Both) };
     chip.configure(0, &setup, now()).unwrap();
     let rx = listen(&chip, 0);
-    let t = now();
-    // A 100 µs glitch: never stable for 2 ms.
+    // A 100 µs glitch: never stable for 2 ms. Stamped 20 ms ahead, so that
+    // a thread stalled between the two drives (valgrind) still glitches.
+    let t = now().add_ns(20_000_000);
     chip.drive_external(0, Some(true), t);
     chip.drive_external(0, Some(false), t.add_ns(100_000));
-    assert!(rx.recv_timeout(Duration::from_millis(30)).is_err(), "a glitch was reported");
+    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err(), "a glitch was reported");
     let t2 = now();
     chip.drive_external(0, Some(true), t2);
     let e = rx.recv_timeout(Duration::from_secs(1)).unwrap();

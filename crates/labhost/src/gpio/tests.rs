@@ -551,25 +551,29 @@ fn a_removed_chip_is_enodev_everywhere_and_wakes_readers() {
 
 #[test]
 fn debounced_edges_come_after_the_period_and_realtime_stamps_use_the_wall_clock() {
+    const PERIOD_US: u32 = 20_000;
     let b = bench();
     let chip = b.node.open(libc::O_RDWR).unwrap();
     let both = GPIO_V2_LINE_FLAG_INPUT | GPIO_V2_LINE_FLAG_EDGE_RISING | GPIO_V2_LINE_FLAG_EDGE_FALLING;
     let mut req = v2_request(&[3], both | GPIO_V2_LINE_FLAG_EVENT_CLOCK_REALTIME, "db");
     req.config.attrs[0].attr.id = GPIO_V2_LINE_ATTR_ID_DEBOUNCE;
-    req.config.attrs[0].attr.u.debounce_period_us = 2000;
+    req.config.attrs[0].attr.u.debounce_period_us = PERIOD_US;
     req.config.attrs[0].mask = 1;
     req.config.num_attrs = 1;
     let line = request(&b, &chip, &mut req).unwrap();
     let wall = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
     let w0 = wall();
-    b.chip.drive_external(3, Some(true), wirespeed_time::now());
+    let first_edge = wirespeed_time::now();
+    b.chip.drive_external(3, Some(true), first_edge);
     b.chip.drive_external(3, Some(false), wirespeed_time::now());
-    let settled_from = wirespeed_time::now();
-    b.chip.drive_external(3, Some(true), settled_from);
+    b.chip.drive_external(3, Some(true), wirespeed_time::now());
     let mut buf = [0u8; 96];
     let early = line.read(&mut buf, true);
-    // Under valgrind the read can come after the period has passed; only an early read proves anything.
-    if wirespeed_time::now().ns_since(settled_from) < 2_000_000 {
+    // No debounce timer is due before the first edge's period has passed, so
+    // a read within it must find nothing. Under valgrind the thread can stall
+    // past the period between bounces; then the first level was stable and
+    // its edge is right, and the early read proves nothing.
+    if wirespeed_time::now().ns_since(first_edge) < u64::from(PERIOD_US) * 1000 {
         assert_eq!(early, Err(libc::EAGAIN), "nothing before the level is stable");
     }
     let got = if early == Err(libc::EAGAIN) { line.read(&mut buf, false) } else { early };
@@ -577,5 +581,6 @@ fn debounced_edges_come_after_the_period_and_realtime_stamps_use_the_wall_clock(
     let w1 = wall();
     let ts = u64::from_ne_bytes(buf[..8].try_into().unwrap());
     assert_eq!(u32::from_ne_bytes(buf[8..12].try_into().unwrap()), GPIO_V2_LINE_EVENT_RISING_EDGE);
-    assert!(ts >= w0 + 2_000_000 && ts <= w1, "{ts} not in {}..{w1}", w0 + 2_000_000);
+    let stable_from = w0 + u64::from(PERIOD_US) * 1000;
+    assert!(ts >= stable_from && ts <= w1, "{ts} not in {stable_from}..{w1}");
 }
