@@ -59,6 +59,15 @@ impl WakeLateness {
         *self.ns.get_or_insert_with(|| wake_margin(wait).as_nanos() as u64 + current_timer_slack_ns())
     }
 
+    /// A wait shorter than the estimate was not slept through, so it
+    /// tested nothing: the estimate eases down as after a wake-up in time,
+    /// so that it is tested again. One that only rose would never see
+    /// wake-ups get quicker (the host's load changed) once it passed the
+    /// length of the waits it serves: none would be slept through again.
+    fn untested(&mut self) {
+        self.observe(false);
+    }
+
     fn observe(&mut self, woke_after_end: bool) {
         let m = self.ns.unwrap_or(0);
         let step = (m / 64).max(500);
@@ -80,6 +89,7 @@ impl LabSpi {
         let lead_ns = self.irq_lead.get(Duration::ZERO);
         let lead_words = lead_ns.div_ceil(self.word_ns.max(1)).max(1) as usize;
         if lead_words >= n {
+            self.irq_lead.untested();
             return Ok(());
         }
         let level = n - lead_words;
@@ -152,5 +162,31 @@ mod tests {
             l.observe(true);
         }
         assert_eq!(l.ns, Some(super::MAX_LATENESS_NS));
+    }
+
+    #[test]
+    fn an_interrupt_lead_learnt_longer_than_a_transfer_eases_back_until_one_is_slept_through() {
+        use crate::backend::lab::LabSpi;
+        use crate::spi::{Bus, DeviceConfig, Policy, Transfer};
+        use wirespeed_lab::{Lab, LabConfig};
+        let lab = Lab::new(LabConfig::default());
+        let block = lab.spi_controller(Default::default());
+        let mut driver = LabSpi::pio_only(block.clone());
+        // 100 µs: 25 words at 2 MHz, longer than the 16-byte transfers below.
+        driver.irq_lead = WakeLateness::starting_at(100_000);
+        let policy = Policy { poll_below_ns: Some(1_000), ..Policy::fast() };
+        let dev = Bus::new(driver, policy).device(DeviceConfig::new(0, 2_000_000)).unwrap();
+        let raised = block.irq().raise_count();
+        let tx: Vec<u8> = (0..16u8).collect();
+        let mut rx = [0u8; 16];
+        let mut polled = 0;
+        while block.irq().raise_count() == raised && polled < 5_000 {
+            dev.sync(&mut [Transfer::duplex(&tx, &mut rx)]).unwrap();
+            polled += 1;
+        }
+        assert!(block.irq().raise_count() > raised, "no transfer slept on its RX level after {polled}");
+        // From 100 µs down to the 60 µs that leave a word to sleep through, by
+        // 1/1216 a transfer: about 620 untested transfers first.
+        assert!(polled > 300, "slept after {polled} transfers: the lead did not start longer than them");
     }
 }
