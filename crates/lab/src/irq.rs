@@ -66,7 +66,11 @@ impl IrqLine {
     /// Hardware side, second half of [`IrqLine::raise`]: wakes every waiter
     /// (a waiter that finds the line low again goes back to sleep).
     pub fn wake(&self) {
-        let _guard = self.inner.lock.lock().unwrap_or_else(|e| e.into_inner());
+        // Taking the lock orders this after any waiter's check of the level
+        // (it releases the lock only inside the wait); notifying after
+        // releasing it spares a woken waiter finding the lock still held
+        // and sleeping again until the unlock wakes it a second time.
+        drop(self.inner.lock.lock().unwrap_or_else(|e| e.into_inner()));
         self.inner.cv.notify_all();
     }
 
