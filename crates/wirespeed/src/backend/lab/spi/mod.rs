@@ -162,7 +162,7 @@ impl LabSpi {
             word_ns: word_ns(8, 2, base_hz),
             dma,
             lateness: timed::WakeLateness::default(),
-            irq_lead: timed::WakeLateness::starting_at(crate::spi::thread_wakeup().latency_ns),
+            irq_lead: timed::WakeLateness::for_interrupt(crate::spi::thread_wakeup().latency_ns),
         };
         // The block may have been left powered down (by an earlier driver's
         // idle teardown): power it up and wait for READY, as after teardown.
