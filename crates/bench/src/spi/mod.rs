@@ -14,7 +14,11 @@
 //! `wire_us_per_msg`, `overhead_us_per_msg`, `bus_utilization`,
 //! `cs_to_clock_us`, `cs_high_gap_us`, `pump_wakeups_per_msg` (the wake-ups
 //! the stack's signals caused: messages handed to the pump, a power-up
-//! after teardown), `pump_idle_timer_wakeups` (the pump's idle timer
+//! after teardown), `pump_kicks_per_msg` (classic: one, as 5.18 queues the
+//! pump's work after every message; a kick while the last is still pending
+//! wakes nobody, as `kthread_queue_work` queues a pending item once, so
+//! `pump_wakeups_per_msg` reads below it when the pump wakes slower than a
+//! message runs), `pump_idle_timer_wakeups` (the pump's idle timer
 //! expiring during the rounds: a time-driven re-check, at most one per
 //! second of traffic with the default `idle_delay`, whatever the rate),
 //! `ctx_switches_per_msg`, `cpu_us_per_msg`, and `lab_wake_us_per_msg` /
