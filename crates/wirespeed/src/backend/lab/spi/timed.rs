@@ -12,10 +12,11 @@
 //! plus the thread's timer slack (a futex timeout may fire that much late),
 //! the interrupt's from the SPI core's wake-up probe; each then rises whenever the
 //! first status read after a wake-up finds the transfer already done (the
-//! wake-up came after the end) and falls slowly when it does not (or when
-//! the estimate was too long for a transfer to sleep through at all), so
-//! that about one timer's wake-up in twenty comes after the end, and one
-//! interrupt's in three. What it learns
+//! wake-up came after the end) and falls slowly when it does not (the
+//! interrupt's also when it was too long for a transfer to sleep through
+//! at all), so that about one timer's wake-up in twenty comes after the
+//! end, and one interrupt's in three where its lead is much of the
+//! transfer. What it learns
 //! includes whatever delays the real end past the predicted one (IOTLB
 //! walks of a DMA transfer) and what delays the first status read after the
 //! wake-up (on the lab: its emulation of the words shifted during the sleep).
