@@ -341,6 +341,15 @@ impl Rig {
         self.dev.sync(&mut [Transfer::duplex(tx, &mut rx)]).unwrap_or_else(|e| panic!("{} bytes: {e}", tx.len()));
         rx
     }
+    /// One duplex transfer of `tx`, checked on the loopback: the same bytes
+    /// back, sent on the wire as given, and no sooner than `wire` (the lab
+    /// runs its clock in real time).
+    fn duplex_on_wire(&self, tx: &[u8], wire: Duration, what: &str) {
+        let t0 = Instant::now();
+        assert_eq!(self.duplex(tx), tx, "{what}");
+        assert!(t0.elapsed() >= wire, "{what} finished before its wire time");
+        assert_eq!(self.probe.take_mosi(), bytes_as_words(tx), "{what}");
+    }
 }
 
 fn thread_cpu_ns() -> u64 {
@@ -681,12 +690,8 @@ fn a_long_dma_transfer_completes_on_the_interrupt_without_timed_or_adaptive_comp
     let r = strict_rig(policy, hz);
     let raised = r.block.irq().raise_count();
     for i in 0..2u8 {
-        let tx = pattern(4096, i);
-        let t0 = Instant::now();
-        assert_eq!(r.duplex(&tx), tx, "run {i}");
-        assert!(t0.elapsed() >= wire(4096, u64::from(hz)), "run {i} finished before its wire time");
+        r.duplex_on_wire(&pattern(4096, i), wire(4096, u64::from(hz)), &format!("run {i}"));
         assert_eq!(r.spy.last_completion(), Some(Completion::Irq), "the IRQ path");
-        assert_eq!(r.probe.take_mosi(), bytes_as_words(&tx));
     }
     assert!(r.block.irq().raise_count() > raised, "the block's interrupt completed the transfers");
     assert_eq!(r.maps(), (4, 4));
@@ -699,12 +704,8 @@ fn a_timed_64_byte_pio_transfer_at_1_mhz_returns_the_right_data() {
     let hz = 1_000_000;
     let r = strict_rig(Policy::fast(), hz);
     for i in 0..3u8 {
-        let tx = pattern(64, i);
         let raised = r.block.irq().raise_count();
-        let t0 = Instant::now();
-        assert_eq!(r.duplex(&tx), tx, "run {i}");
-        assert!(t0.elapsed() >= wire(64, u64::from(hz)), "run {i} finished before its wire time");
-        assert_eq!(r.probe.take_mosi(), bytes_as_words(&tx));
+        r.duplex_on_wire(&pattern(64, i), wire(64, u64::from(hz)), &format!("run {i}"));
         // Timed needs a wire time above the spin threshold (100 µs unless built otherwise).
         if wirespeed::time::spin_threshold() < wire(64, u64::from(hz)) {
             assert_eq!(r.spy.last_completion(), Some(Completion::Timed), "512 µs of wire completes timed");
@@ -727,12 +728,8 @@ fn a_fifo_sized_transfer_too_long_to_poll_sleeps_until_its_rx_level_and_returns_
         let r = strict_rig(policy, hz);
         let raised = r.block.irq().raise_count();
         for i in 0..4u8 {
-            let tx = pattern(16, i);
-            let t0 = Instant::now();
-            assert_eq!(r.duplex(&tx), tx, "timed {timed}, run {i}");
-            assert!(t0.elapsed() >= w, "timed {timed}, run {i} finished before its wire time");
+            r.duplex_on_wire(&pattern(16, i), w, &format!("timed {timed}, run {i}"));
             assert_eq!(r.spy.last_completion(), Some(want), "timed {timed}");
-            assert_eq!(r.probe.take_mosi(), bytes_as_words(&tx));
         }
         if !timed {
             assert!(r.block.irq().raise_count() >= raised + 4, "one interrupt per transfer");
