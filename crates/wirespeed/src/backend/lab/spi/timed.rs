@@ -91,6 +91,11 @@ impl WakeLateness {
         WakeLateness { ns: Some(ns), down: IRQ_DOWN }
     }
 
+    /// The estimate of one that starts seeded ([`WakeLateness::for_interrupt`]).
+    fn seeded_ns(&self) -> u64 {
+        self.ns.unwrap_or(0)
+    }
+
     fn get(&mut self, wait: Duration) -> u64 {
         *self.ns.get_or_insert_with(|| wake_margin(wait).as_nanos() as u64 + current_timer_slack_ns())
     }
@@ -124,7 +129,7 @@ impl LabSpi {
     /// lead is not slept through. Errors end the sleep at once; the caller
     /// polls the rest.
     pub(super) fn sleep_until_rx_level(&mut self, n: usize, timeout: &mut Timeout) -> Result<(), ControllerFault> {
-        let lead_ns = self.irq_lead.get(Duration::ZERO);
+        let lead_ns = self.irq_lead.seeded_ns();
         let lead_words = lead_ns.div_ceil(self.word_ns.max(1)).max(1) as usize;
         if lead_words >= n {
             self.irq_lead.untested();
@@ -211,7 +216,7 @@ mod tests {
             let mut at = Vec::new();
             for i in 0..20_000u64 {
                 let woke_ns = if i % 10 == 0 { 12_000 } else { 3_000 };
-                let lead = l.get(std::time::Duration::ZERO);
+                let lead = l.seeded_ns();
                 l.observe(woke_ns > lead, wait_ns);
                 if i >= 10_000 {
                     at.push(lead);
