@@ -193,11 +193,18 @@ fn fast_sync_never_wakes_the_pump_classic_does() {
     let c = bench(Policy::classic());
     let dev = c.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
     let (before, kicks_before) = (c.bus.pump_wakeups(), c.bus.pump_kicks());
+    let coalesced_before = c.bus.pump_kicks_coalesced();
     for _ in 0..100 {
         dev.write(&[0; 9]).unwrap();
     }
     let kicks = c.bus.pump_kicks() - kicks_before;
     assert_eq!(kicks, 100, "classic (5.18) kicks the pump after every message");
+    // Every kick signalled the pump or found one pending (both counted when
+    // the kick is made, so nothing is left to wait for here).
+    let coalesced = c.bus.pump_kicks_coalesced() - coalesced_before;
+    let signalled = c.bus.pump_wakeups() - before;
+    assert!(coalesced < kicks, "{coalesced} of {kicks} kicks found one pending: the first cannot have");
+    assert!(signalled + coalesced >= kicks, "{signalled} signals and {coalesced} coalesced kicks for {kicks} kicks");
     // A kick while the last one is pending wakes nobody (kthread_queue_work
     // queues a work item once), so the wake-ups are at most the kicks. The
     // kicked pump may not have been scheduled yet (valgrind runs one thread

@@ -18,7 +18,8 @@
 //! pump's work after every message; a kick while the last is still pending
 //! wakes nobody, as `kthread_queue_work` queues a pending item once, so
 //! `pump_wakeups_per_msg` reads below it when the pump wakes slower than a
-//! message runs), `pump_idle_timer_wakeups` (the pump's idle timer
+//! message runs), `pump_kicks_coalesced_per_msg` (those kicks that found
+//! one pending: kicks = the wake-ups they caused + these), `pump_idle_timer_wakeups` (the pump's idle timer
 //! expiring during the rounds: a time-driven re-check, at most one per
 //! second of traffic with the default `idle_delay`, whatever the rate),
 //! `ctx_switches_per_msg`, `cpu_us_per_msg`, and `lab_wake_us_per_msg` /
@@ -186,6 +187,8 @@ pub struct PolicyFigures {
     /// Kicks asked of the pump per message (classic: one; a kick while one
     /// is pending wakes nobody, so `pump_wakeups_per_msg` may be lower).
     pub pump_kicks_per_msg: f64,
+    /// Kicks per message that found one pending and woke nobody.
+    pub pump_kicks_coalesced_per_msg: f64,
     /// Idle-timer expiries of the pump during the rounds (per time, not
     /// per message: at most one per `idle_delay` of traffic).
     pub pump_idle_timer_wakeups: u64,
@@ -218,6 +221,7 @@ impl PolicyFigures {
             "cs_high_gap_us": r(self.cs_high_gap_us, 3),
             "pump_wakeups_per_msg": r(self.pump_wakeups_per_msg, 5),
             "pump_kicks_per_msg": r(self.pump_kicks_per_msg, 5),
+            "pump_kicks_coalesced_per_msg": r(self.pump_kicks_coalesced_per_msg, 5),
             "pump_idle_timer_wakeups": self.pump_idle_timer_wakeups,
             "ctx_switches_per_msg": r(self.ctx_switches_per_msg, 4),
             "cpu_us_per_msg": r(self.cpu_us_per_msg, 3),
@@ -269,6 +273,7 @@ impl Series {
         let msgs: u64 = self.rounds.iter().map(|r| r.msgs).sum();
         let wakeups: u64 = self.rounds.iter().map(|r| r.pump_wakeups).sum();
         let kicks: u64 = self.rounds.iter().map(|r| r.pump_kicks).sum();
+        let coalesced: u64 = self.rounds.iter().map(|r| r.pump_kicks_coalesced).sum();
         PolicyFigures {
             elapsed_us_per_msg: per(&|r| r.elapsed_ns as f64 / 1e3),
             wire_us_per_msg: wire_us,
@@ -276,6 +281,7 @@ impl Series {
             cs_high_gap_us: cs.1,
             pump_wakeups_per_msg: wakeups as f64 / msgs as f64,
             pump_kicks_per_msg: kicks as f64 / msgs as f64,
+            pump_kicks_coalesced_per_msg: coalesced as f64 / msgs as f64,
             pump_idle_timer_wakeups: self.rounds.iter().map(|r| r.pump_timer_wakeups).sum(),
             ctx_switches_per_msg: per(&|r| r.usage.ctx_switches as f64),
             cpu_us_per_msg: per(&|r| r.usage.cpu_ns as f64 / 1e3),
@@ -525,6 +531,14 @@ impl SpiReport {
         row(&mut t, "CS high gap (µs)", c.cs_high_gap_us, l.cs_high_gap_us, f.cs_high_gap_us, 3);
         row(&mut t, "pump kicks", c.pump_kicks_per_msg, l.pump_kicks_per_msg, f.pump_kicks_per_msg, 4);
         row(&mut t, "pump wake-ups", c.pump_wakeups_per_msg, l.pump_wakeups_per_msg, f.pump_wakeups_per_msg, 4);
+        row(
+            &mut t,
+            "pump kicks coalesced",
+            c.pump_kicks_coalesced_per_msg,
+            l.pump_kicks_coalesced_per_msg,
+            f.pump_kicks_coalesced_per_msg,
+            5,
+        );
         row(&mut t, "context switches", c.ctx_switches_per_msg, l.ctx_switches_per_msg, f.ctx_switches_per_msg, 3);
         row(&mut t, "CPU (µs)", c.cpu_us_per_msg, l.cpu_us_per_msg, f.cpu_us_per_msg, 3);
         let mut out = format!(

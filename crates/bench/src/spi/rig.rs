@@ -51,6 +51,7 @@ pub struct Round {
     pub lab_wakes: WakeCost,
     pub pump_wakeups: u64,
     pub pump_kicks: u64,
+    pub pump_kicks_coalesced: u64,
     pub pump_timer_wakeups: u64,
 }
 
@@ -69,6 +70,7 @@ pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedM
     let mut rx = vec![0u8; size];
     let wake0 = rig.bus.pump_wakeups();
     let kicks0 = rig.bus.pump_kicks();
+    let coalesced0 = rig.bus.pump_kicks_coalesced();
     let timer0 = rig.bus.pump_timer_wakeups();
     let u0 = ProcessUsage::now();
     let lab0 = WakeCost::of_this_thread();
@@ -88,6 +90,7 @@ pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedM
         lab_wakes: WakeCost::of_this_thread().since(lab0),
         pump_wakeups: rig.bus.pump_wakeups() - wake0,
         pump_kicks: rig.bus.pump_kicks() - kicks0,
+        pump_kicks_coalesced: rig.bus.pump_kicks_coalesced() - coalesced0,
         pump_timer_wakeups: rig.bus.pump_timer_wakeups() - timer0,
     })
 }

@@ -53,6 +53,8 @@ pub(crate) struct BusInner {
     pub pump_wakeups: AtomicU64,
     /// Kicks asked for (classic: one per message run in its caller's thread).
     pub pump_kicks: AtomicU64,
+    /// Kicks that found one pending and so woke nobody.
+    pub pump_kicks_coalesced: AtomicU64,
     pub pump_timer_wakeups: AtomicU64,
     pub last_activity_ns: AtomicU64,
     pub powered: AtomicBool,
@@ -217,7 +219,9 @@ impl BusInner {
     fn kick_pump(&self) {
         let _q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         self.pump_kicks.fetch_add(1, Ordering::Relaxed);
-        if !self.kicked.swap(true, Ordering::Relaxed) {
+        if self.kicked.swap(true, Ordering::Relaxed) {
+            self.pump_kicks_coalesced.fetch_add(1, Ordering::Relaxed);
+        } else {
             self.signal_pump();
         }
     }
@@ -376,6 +380,7 @@ impl Bus {
             kicked: AtomicBool::new(false),
             pump_wakeups: AtomicU64::new(0),
             pump_kicks: AtomicU64::new(0),
+            pump_kicks_coalesced: AtomicU64::new(0),
             pump_timer_wakeups: AtomicU64::new(0),
             last_activity_ns: AtomicU64::new(now().as_ns()),
             powered: AtomicBool::new(true),
@@ -427,6 +432,13 @@ impl Bus {
     /// counts those that did.
     pub fn pump_kicks(&self) -> u64 {
         self.inner.pump_kicks.load(Ordering::Relaxed)
+    }
+
+    /// How many of the [`pump_kicks`](Bus::pump_kicks) found the last kick
+    /// still pending (the pump had not run since) and so woke nobody: each
+    /// kick either signalled the pump or is counted here.
+    pub fn pump_kicks_coalesced(&self) -> u64 {
+        self.inner.pump_kicks_coalesced.load(Ordering::Relaxed)
     }
 
     /// How many times the pump's idle timer has expired: once per idle
