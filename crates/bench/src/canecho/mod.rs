@@ -71,8 +71,8 @@
 //!   software's share (the two add up to `cpu_ratio`). The seed's 0.33
 //!   came from a 1.2 GHz Cortex-A53 whose kernel A spent ~120 µs of CPU
 //!   an echo beside a similar wire time; this host's classic spends
-//!   90–105 µs (at SCHED_FIFO 50), so fast's wire alone (27.4 µs) is
-//!   0.27–0.30 of it. Beside them, `load_host_steal_pct`: the CPU
+//!   90–113 µs (at SCHED_FIFO 50), so fast's wire alone (27.4 µs) is
+//!   0.24–0.30 of it. Beside them, `load_host_steal_pct`: the CPU
 //!   time a hypervisor took from this machine during the run (`/proc/stat`). The lab's bus runs in real time while a
 //!   stolen CPU stands still, so frames lost under load follow steal.
 //!
