@@ -440,19 +440,23 @@ mod tests {
 
     #[test]
     fn an_event_scheduled_while_the_thread_spins_runs_without_waiting_for_the_spin() {
-        // A 5 ms margin, so that the spins are long enough to be seen even
-        // on a loaded machine (no timed sleep here moves the estimate).
-        let s = Scheduler::spawn(std::thread::Builder::new(), "test-irq", 5_000_000, None).unwrap();
+        // A 20 ms margin and events 8 ms ahead, so that the spins are long
+        // enough to be seen even on a loaded machine under valgrind (no
+        // timed sleep here moves the estimate).
+        let s = Scheduler::spawn(std::thread::Builder::new(), "test-irq", 20_000_000, None).unwrap();
         let (mut caught, mut on_time) = (0, 0);
         for _ in 0..200 {
             if caught == 10 {
                 break;
             }
             // Due within the margin: the thread spins toward it.
-            let later = now().add_ns(2_000_000);
+            let later = now().add_ns(8_000_000);
             s.schedule(later, |_| {});
+            // Yielding, not spinning: where threads take turns on one CPU
+            // (valgrind), a spinning waiter would hold the turn the
+            // interrupt thread needs to start its spin.
             while !s.shared.spinning.load(Ordering::SeqCst) && now() < later {
-                std::hint::spin_loop();
+                std::thread::yield_now();
             }
             if now() >= later {
                 continue; // the spin was not seen in time: no verdict
@@ -463,7 +467,7 @@ mod tests {
             let ran = rx.recv_timeout(Duration::from_secs(5)).unwrap();
             on_time += usize::from(ran < later);
             while now() < later.add_ns(100_000) {
-                std::hint::spin_loop();
+                std::thread::yield_now();
             }
         }
         assert!(caught >= 3, "the interrupt thread was seen spinning only {caught} times");
