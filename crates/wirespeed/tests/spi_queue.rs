@@ -188,12 +188,15 @@ fn fast_sync_never_wakes_the_pump_classic_does() {
         dev.write(&[0; 9]).unwrap();
     }
     assert_eq!(b.bus.pump_wakeups(), before, "a sync message woke the pump");
+    assert_eq!(b.bus.take_pump_kick_wait_max(), Duration::ZERO, "fast makes no kick to wait");
     assert_eq!(b.bus.stats().sync_immediate, 500);
 
     let c = bench(Policy::classic());
     let dev = c.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
     let (before, kicks_before) = (c.bus.pump_wakeups(), c.bus.pump_kicks());
     let coalesced_before = c.bus.pump_kicks_coalesced();
+    c.bus.take_pump_kick_wait_max();
+    let t0 = std::time::Instant::now();
     for _ in 0..100 {
         dev.write(&[0; 9]).unwrap();
     }
@@ -218,6 +221,21 @@ fn fast_sync_never_wakes_the_pump_classic_does() {
     assert!(eventually(Duration::from_secs(30), || c.bus.pump_wakeups() > before), "100 kicks never woke the pump");
     let woke = c.bus.pump_wakeups() - before;
     assert!(woke <= 100, "{woke} wake-ups for 100 kicks");
+    // The pump takes each kick up and times how long it waited: some time,
+    // never more than has passed since the first message began.
+    let mut waited = Duration::ZERO;
+    assert!(
+        eventually(Duration::from_secs(30), || {
+            waited = waited.max(c.bus.take_pump_kick_wait_max());
+            waited > Duration::ZERO
+        }),
+        "the pump never took a kick up"
+    );
+    assert!(
+        waited <= t0.elapsed(),
+        "a kick waited {waited:?}, longer than the {:?} since the first message",
+        t0.elapsed()
+    );
     // ... but runs each one in the caller's thread, as 5.18's __spi_sync does on an idle controller.
     let s = c.bus.stats();
     assert_eq!((s.sync_immediate, s.queued), (100, 0), "classic pumps sync messages in the caller: {s:?}");

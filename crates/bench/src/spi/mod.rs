@@ -19,7 +19,11 @@
 //! wakes nobody, as `kthread_queue_work` queues a pending item once, so
 //! `pump_wakeups_per_msg` reads below it when the pump wakes slower than a
 //! message runs), `pump_kicks_coalesced_per_msg` (those kicks that found
-//! one pending: kicks = the wake-ups they caused + these), `pump_idle_timer_wakeups` (the pump's idle timer
+//! one pending: kicks = the wake-ups they caused + these),
+//! `pump_kick_wait_max_us` (the longest a kick waited, from the end of the
+//! message that made it, for the pump thread to run: a kick coalesces only
+//! when the pending one waited longer than a message takes, so this shows
+//! how long the host kept the woken pump from running), `pump_idle_timer_wakeups` (the pump's idle timer
 //! expiring during the rounds: a time-driven re-check, at most one per
 //! second of traffic with the default `idle_delay`, whatever the rate),
 //! `ctx_switches_per_msg`, `cpu_us_per_msg`, and `lab_wake_us_per_msg` /
@@ -189,6 +193,9 @@ pub struct PolicyFigures {
     pub pump_kicks_per_msg: f64,
     /// Kicks per message that found one pending and woke nobody.
     pub pump_kicks_coalesced_per_msg: f64,
+    /// The longest any kick of the rounds waited for the pump to run, µs
+    /// (0 for a policy that does not kick).
+    pub pump_kick_wait_max_us: f64,
     /// Idle-timer expiries of the pump during the rounds (per time, not
     /// per message: at most one per `idle_delay` of traffic).
     pub pump_idle_timer_wakeups: u64,
@@ -222,6 +229,7 @@ impl PolicyFigures {
             "pump_wakeups_per_msg": r(self.pump_wakeups_per_msg, 5),
             "pump_kicks_per_msg": r(self.pump_kicks_per_msg, 5),
             "pump_kicks_coalesced_per_msg": r(self.pump_kicks_coalesced_per_msg, 5),
+            "pump_kick_wait_max_us": r(self.pump_kick_wait_max_us, 1),
             "pump_idle_timer_wakeups": self.pump_idle_timer_wakeups,
             "ctx_switches_per_msg": r(self.ctx_switches_per_msg, 4),
             "cpu_us_per_msg": r(self.cpu_us_per_msg, 3),
@@ -282,6 +290,7 @@ impl Series {
             pump_wakeups_per_msg: wakeups as f64 / msgs as f64,
             pump_kicks_per_msg: kicks as f64 / msgs as f64,
             pump_kicks_coalesced_per_msg: coalesced as f64 / msgs as f64,
+            pump_kick_wait_max_us: self.rounds.iter().map(|r| r.pump_kick_wait_max_ns).max().unwrap_or(0) as f64 / 1e3,
             pump_idle_timer_wakeups: self.rounds.iter().map(|r| r.pump_timer_wakeups).sum(),
             ctx_switches_per_msg: per(&|r| r.usage.ctx_switches as f64),
             cpu_us_per_msg: per(&|r| r.usage.cpu_ns as f64 / 1e3),
@@ -554,6 +563,13 @@ impl SpiReport {
             self.options.rounds,
             t.render()
         );
+        out.push_str(&format!(
+            "\nclassic's pump: kicked {:.4} times per message, {:.5} of them coalesced; the longest a kick waited for the pump to run: {:.1} µs (a message took {:.3} µs)\n",
+            c.pump_kicks_per_msg,
+            c.pump_kicks_coalesced_per_msg,
+            c.pump_kick_wait_max_us,
+            c.elapsed_us_per_msg,
+        ));
         out.push_str(&format!(
             "\nprepared messages (fast): {:.3} µs vs unprepared {:.3} µs per message: speedup {:.3} (at most {:.3}: the wire alone takes {:.3} µs)\n",
             self.prepared_us_per_msg,

@@ -52,6 +52,8 @@ pub struct Round {
     pub pump_wakeups: u64,
     pub pump_kicks: u64,
     pub pump_kicks_coalesced: u64,
+    /// The longest a kick waited for the pump to run (ns).
+    pub pump_kick_wait_max_ns: u64,
     pub pump_timer_wakeups: u64,
 }
 
@@ -72,6 +74,7 @@ pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedM
     let kicks0 = rig.bus.pump_kicks();
     let coalesced0 = rig.bus.pump_kicks_coalesced();
     let timer0 = rig.bus.pump_timer_wakeups();
+    rig.bus.take_pump_kick_wait_max();
     let u0 = ProcessUsage::now();
     let lab0 = WakeCost::of_this_thread();
     let t0 = now();
@@ -91,6 +94,7 @@ pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedM
         pump_wakeups: rig.bus.pump_wakeups() - wake0,
         pump_kicks: rig.bus.pump_kicks() - kicks0,
         pump_kicks_coalesced: rig.bus.pump_kicks_coalesced() - coalesced0,
+        pump_kick_wait_max_ns: rig.bus.take_pump_kick_wait_max().as_nanos() as u64,
         pump_timer_wakeups: rig.bus.pump_timer_wakeups() - timer0,
     })
 }

@@ -55,6 +55,10 @@ pub(crate) struct BusInner {
     pub pump_kicks: AtomicU64,
     /// Kicks that found one pending and so woke nobody.
     pub pump_kicks_coalesced: AtomicU64,
+    /// When the message that made the pending kick ended (ns on the stack's clock).
+    pub kick_made_ns: AtomicU64,
+    /// The longest a kick has waited for the pump to run, ns, since last taken.
+    pub pump_kick_wait_max_ns: AtomicU64,
     pub pump_timer_wakeups: AtomicU64,
     pub last_activity_ns: AtomicU64,
     pub powered: AtomicBool,
@@ -216,12 +220,13 @@ impl BusInner {
     /// pending already (a work item is queued once). The kick is no job: a
     /// sync message after it still runs in its caller's thread, as in 5.18,
     /// where the kthread finds the queue empty and marks the controller idle.
-    fn kick_pump(&self) {
+    fn kick_pump(&self, end: Instant) {
         let _q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         self.pump_kicks.fetch_add(1, Ordering::Relaxed);
         if self.kicked.swap(true, Ordering::Relaxed) {
             self.pump_kicks_coalesced.fetch_add(1, Ordering::Relaxed);
         } else {
+            self.kick_made_ns.store(end.as_ns(), Ordering::Relaxed);
             self.signal_pump();
         }
     }
@@ -248,7 +253,7 @@ impl BusInner {
         // for more (kthread_queue_work). When the pump ran the message it just
         // loops on; when the caller did, the pump is woken for it (seed 001).
         if !self.policy.quiet_pump && immediate {
-            self.kick_pump();
+            self.kick_pump(end);
         }
     }
 }
@@ -381,6 +386,8 @@ impl Bus {
             pump_wakeups: AtomicU64::new(0),
             pump_kicks: AtomicU64::new(0),
             pump_kicks_coalesced: AtomicU64::new(0),
+            kick_made_ns: AtomicU64::new(0),
+            pump_kick_wait_max_ns: AtomicU64::new(0),
             pump_timer_wakeups: AtomicU64::new(0),
             last_activity_ns: AtomicU64::new(now().as_ns()),
             powered: AtomicBool::new(true),
@@ -439,6 +446,17 @@ impl Bus {
     /// kick either signalled the pump or is counted here.
     pub fn pump_kicks_coalesced(&self) -> u64 {
         self.inner.pump_kicks_coalesced.load(Ordering::Relaxed)
+    }
+
+    /// The longest a kick has waited for the pump thread to run, since the
+    /// last call (which starts the next span afresh); zero if no kick was
+    /// taken up meanwhile. From the end of the message that made the kick to
+    /// the pump's taking it: a kick coalesces (see
+    /// [`pump_kicks_coalesced`](Bus::pump_kicks_coalesced)) only when the
+    /// pending one waited longer than the next message took, so a bus with
+    /// coalesced kicks shows here how long the pump was kept from running.
+    pub fn take_pump_kick_wait_max(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.inner.pump_kick_wait_max_ns.swap(0, Ordering::Relaxed))
     }
 
     /// How many times the pump's idle timer has expired: once per idle

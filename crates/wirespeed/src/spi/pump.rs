@@ -170,6 +170,8 @@ fn run(inner: &BusInner) {
             if inner.kicked.swap(false, Ordering::Relaxed) {
                 // Kicked with nothing queued: 5.18's kthread marks the
                 // controller idle and goes back to sleep.
+                let waited = now().as_ns().saturating_sub(inner.kick_made_ns.load(Ordering::Relaxed));
+                inner.pump_kick_wait_max_ns.fetch_max(waited, Ordering::Relaxed);
                 continue;
             }
             if inner.powered.load(Ordering::Acquire) {
