@@ -634,7 +634,7 @@ impl CanechoReport {
     pub fn table(&self) -> String {
         let (a, l, c) = (&self.classic, &self.linux69, &self.fast);
         let mut t = Table::new(&["", "A (classic)", "6.9", "C (fast)", "C/A", "C/6.9", "seed A", "seed C"]);
-        let ratio = ratio_cell;
+        let ratio = |y: f64, x: f64| crate::table::ratio(y, x, 1, 2);
         let mut row = |name: &str, f: &dyn Fn(&PolicyReport) -> f64, sa: &str, sc: &str| {
             let (x, m, y) = (f(a), f(l), f(c));
             t.row(vec![
@@ -745,30 +745,10 @@ impl CanechoReport {
     }
 }
 
-/// The table's `y / x` cell. Its figures show one decimal: against an `x`
-/// shown as 0.0 a ratio says nothing, and the cell shows "-".
-fn ratio_cell(y: f64, x: f64) -> String {
-    if (x * 10.0).round() > 0.0 {
-        format!("{:.2}", y / x)
-    } else {
-        "-".into()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use wirespeed_time::realtime::current_thread_is_realtime;
-
-    #[test]
-    fn a_ratio_over_a_figure_shown_as_zero_is_left_out() {
-        assert_eq!(ratio_cell(0.2, 0.5), "0.40");
-        assert_eq!(ratio_cell(31.0, 80.6), "0.38");
-        // 0.2 % against 0.0001 % (shown 0.0): once printed as 1734.57.
-        assert_eq!(ratio_cell(0.2, 0.0001), "-");
-        assert_eq!(ratio_cell(0.2, 0.0), "-");
-        assert_eq!(ratio_cell(0.0, 0.05), "0.00");
-    }
 
     #[test]
     fn the_lab_can_be_kept_off_the_stacks_cpus_and_bad_lists_are_refused_before_anything_runs() {

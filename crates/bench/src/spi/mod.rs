@@ -527,8 +527,8 @@ impl SpiReport {
                 format!("{:.*}", digits as usize, c),
                 format!("{:.*}", digits as usize, l),
                 format!("{:.*}", digits as usize, f),
-                format!("{:.3}", f / c),
-                format!("{:.3}", f / l),
+                crate::table::ratio(f, c, digits, 3),
+                crate::table::ratio(f, l, digits, 3),
             ]);
         };
         let (c, l, f) = (&self.classic, &self.linux69, &self.fast);
