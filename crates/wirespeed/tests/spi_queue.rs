@@ -252,6 +252,21 @@ fn fast_sync_never_wakes_the_pump_classic_does() {
 }
 
 #[test]
+fn a_kick_the_pump_took_up_is_no_longer_pending() {
+    let c = bench(Policy::classic());
+    let dev = c.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+    dev.write(&[0; 9]).unwrap();
+    // The only kick so far: once the pump has timed its wait, it has taken it up.
+    assert!(
+        eventually(Duration::from_secs(30), || c.bus.take_pump_kick_wait_max() > Duration::ZERO),
+        "the pump never took the kick up"
+    );
+    dev.write(&[0; 9]).unwrap();
+    assert_eq!(c.bus.pump_kicks(), 2);
+    assert_eq!(c.bus.pump_kicks_coalesced(), 0, "the second kick found the first still pending");
+}
+
+#[test]
 fn the_idle_timer_rechecks_once_per_idle_delay_not_per_message() {
     const IDLE: Duration = Duration::from_millis(50);
     let policy = Policy { idle_delay: IDLE, ..Policy::fast() };

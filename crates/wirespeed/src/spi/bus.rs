@@ -48,15 +48,15 @@ pub(crate) struct BusInner {
     pub pump_cv: Condvar,
     /// Whether the pump is waiting on `pump_cv` (read and written under `queue`).
     pub pump_sleeping: AtomicBool,
-    /// A kick is pending (classic's wake after each message; under `queue`).
-    pub kicked: AtomicBool,
+    /// When the message that made the pending kick ended (ns on the stack's
+    /// clock, `CLOCK_MONOTONIC`, never 0); 0: no kick pending. Classic's wake
+    /// after each message; read and written under `queue`.
+    pub kick_pending_since_ns: AtomicU64,
     pub pump_wakeups: AtomicU64,
     /// Kicks asked for (classic: one per message run in its caller's thread).
     pub pump_kicks: AtomicU64,
     /// Kicks that found one pending and so woke nobody.
     pub pump_kicks_coalesced: AtomicU64,
-    /// When the message that made the pending kick ended (ns on the stack's clock).
-    pub kick_made_ns: AtomicU64,
     /// The longest a kick has waited for the pump to run, ns, since last taken.
     pub pump_kick_wait_max_ns: AtomicU64,
     pub pump_timer_wakeups: AtomicU64,
@@ -223,10 +223,10 @@ impl BusInner {
     fn kick_pump(&self, end: Instant) {
         let _q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         self.pump_kicks.fetch_add(1, Ordering::Relaxed);
-        if self.kicked.swap(true, Ordering::Relaxed) {
+        if self.kick_pending_since_ns.load(Ordering::Relaxed) != 0 {
             self.pump_kicks_coalesced.fetch_add(1, Ordering::Relaxed);
         } else {
-            self.kick_made_ns.store(end.as_ns(), Ordering::Relaxed);
+            self.kick_pending_since_ns.store(end.as_ns().max(1), Ordering::Relaxed);
             self.signal_pump();
         }
     }
@@ -382,11 +382,10 @@ impl Bus {
             queue_len: AtomicUsize::new(0),
             pump_cv: Condvar::new(),
             pump_sleeping: AtomicBool::new(false),
-            kicked: AtomicBool::new(false),
+            kick_pending_since_ns: AtomicU64::new(0),
             pump_wakeups: AtomicU64::new(0),
             pump_kicks: AtomicU64::new(0),
             pump_kicks_coalesced: AtomicU64::new(0),
-            kick_made_ns: AtomicU64::new(0),
             pump_kick_wait_max_ns: AtomicU64::new(0),
             pump_timer_wakeups: AtomicU64::new(0),
             last_activity_ns: AtomicU64::new(now().as_ns()),

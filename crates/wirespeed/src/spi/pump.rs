@@ -167,16 +167,17 @@ fn run(inner: &BusInner) {
             return;
         }
         if q.is_empty() {
-            if inner.kicked.swap(false, Ordering::Relaxed) {
-                // Kicked with nothing queued: 5.18's kthread marks the
-                // controller idle and goes back to sleep.
-                let waited = now().as_ns().saturating_sub(inner.kick_made_ns.load(Ordering::Relaxed));
-                inner.pump_kick_wait_max_ns.fetch_max(waited, Ordering::Relaxed);
-                continue;
+            // A pending kick is taken up here: with nothing queued, 5.18's
+            // kthread marks the controller idle and goes back to sleep. One
+            // clock read serves the kick's wait and the idle timer.
+            let kick = inner.kick_pending_since_ns.swap(0, Ordering::Relaxed);
+            let powered = inner.powered.load(Ordering::Acquire);
+            let t = if kick != 0 || powered { now().as_ns() } else { 0 };
+            if kick != 0 {
+                inner.pump_kick_wait_max_ns.fetch_max(t.saturating_sub(kick), Ordering::Relaxed);
             }
-            if inner.powered.load(Ordering::Acquire) {
+            if powered {
                 let idle_at = idle_at(inner);
-                let t = now().as_ns();
                 if t >= idle_at {
                     drop(q);
                     teardown_if_idle(inner);
