@@ -65,6 +65,15 @@ impl SpiDeviceModel for Loopback {
             _ => miso[..n].copy_from_slice(&mosi[..n]),
         }
     }
+    fn exchange_bytes(&mut self, mosi: &[u8], miso: &mut [u8], _bits: u8, _at: Instant, _word_ns: u64) {
+        let n = mosi.len().min(miso.len());
+        self.counters.words.fetch_add(n as u64, Ordering::Relaxed);
+        match self.counters.stuck.load(Ordering::Relaxed) {
+            1 => miso[..n].fill(0),
+            2 => miso[..n].fill(u8::MAX),
+            _ => miso[..n].copy_from_slice(&mosi[..n]),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -82,6 +91,22 @@ mod tests {
             let expected: Vec<u32> = mosi.iter().map(|&m| one.exchange(m, 16, t)).collect();
             let mut got = vec![0x55; mosi.len()];
             burst.exchange_burst(&mosi, &mut got, 16, t, 800);
+            assert_eq!(got, expected, "stuck {stuck:?}");
+            assert_eq!(burst.words(), one.words());
+        }
+    }
+
+    #[test]
+    fn a_burst_of_bytes_answers_and_counts_as_the_same_words_one_by_one_healthy_or_stuck() {
+        let mosi: Vec<u8> = (0..300u32).map(|i| (i * 7 + 1) as u8).collect();
+        for stuck in [None, Some(false), Some(true)] {
+            let (mut one, mut burst) = (Loopback::new(), Loopback::new());
+            one.set_miso_stuck(stuck);
+            burst.set_miso_stuck(stuck);
+            let t = Instant::from_ns(1_000);
+            let expected: Vec<u8> = mosi.iter().map(|&m| one.exchange(u32::from(m), 8, t) as u8).collect();
+            let mut got = vec![0x55; mosi.len()];
+            burst.exchange_bytes(&mosi, &mut got, 8, t, 400);
             assert_eq!(got, expected, "stuck {stuck:?}");
             assert_eq!(burst.words(), one.words());
         }

@@ -1,5 +1,5 @@
 //! The WSPI block's DMA engine: its registers, and a DMA burst worked out
-//! lazily from timestamps, word by word, as [`Model::advance`](super::model::Model::advance)
+//! lazily from timestamps, a chunk of words at a time, as [`Model::advance`](super::model::Model::advance)
 //! asks for it (the programming model is in [`regs`](super::regs)).
 //!
 //! Word k of a burst starts at the burst's start + k × the word time, plus
@@ -10,7 +10,7 @@
 //! a walk delays that word by its walk time, a fault ends the burst at the
 //! instant the walk ends.
 
-use super::model::word_mask;
+use super::dma_memory::ChunkMemory;
 use super::regs::*;
 use crate::iommu::{DmaFault, Iommu, PAGE_SIZE};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,10 +27,6 @@ pub struct DmaDescriptor {
     /// The RX buffer: words the device answers.
     pub rx: Option<u64>,
 }
-
-/// The most words one [`Step::Words`] hands over (the size of the
-/// model's chunk buffers).
-pub(super) const DMA_CHUNK_WORDS: usize = 256;
 
 /// Bytes a word of `bits` bits takes in memory (and in the FIFO).
 fn word_bytes(bits: u8) -> u64 {
@@ -182,9 +178,10 @@ pub(super) enum Step {
     /// Nothing more happens by then (or no DMA burst runs).
     Wait,
     /// These `n` words shifted back to back, the first from `start`, each
-    /// `word_ns` long (their MOSI is in the buffer given to
-    /// [`DmaEngine::step`]): hand them to the device, then [`DmaEngine::finish_words`].
-    Words { n: usize, bits: u8, start: Instant, word_ns: u64 },
+    /// `word_ns` long, their TX and RX words in host memory at `memory`:
+    /// read them, hand them to the device, store its answers, then
+    /// [`DmaEngine::finish_words`].
+    Words { n: usize, bits: u8, start: Instant, word_ns: u64, memory: ChunkMemory },
     /// The burst stopped on a fault.
     Fault,
 }
@@ -311,10 +308,15 @@ impl DmaEngine {
         true
     }
 
-    /// What the running burst does next, as of `t`. For [`Step::Words`] it
-    /// reads the words' MOSI into `mosi`: at most its length, all on the
-    /// pages already translated.
-    pub fn step(&mut self, t: Instant, mosi: &mut [u32]) -> Step {
+    /// Whether the running burst's words are of at most 8 bits, one byte
+    /// each: its chunks are worked in `u8` lanes, else in `u32` ones.
+    pub fn byte_wide(&self) -> bool {
+        self.run.as_ref().is_some_and(|r| r.bytes == 1)
+    }
+
+    /// What the running burst does next, as of `t`. [`Step::Words`] gives
+    /// at most `max_words`, all on the pages already translated.
+    pub fn step(&mut self, t: Instant, max_words: usize) -> Step {
         let Some(run) = self.run.as_mut() else { return Step::Wait };
         if run.fault.is_none() && run.next_start <= t {
             run.reach_pages();
@@ -335,31 +337,18 @@ impl DmaEngine {
         let ended_by_t = t.ns_since(run.next_start).checked_div(run.word_ns).unwrap_or(u64::MAX);
         let on_reached_pages = run.reached_until - u64::from(run.next);
         let left = u64::from(run.len - run.next);
-        let n = ended_by_t.min(on_reached_pages).min(left).min(mosi.len() as u64) as usize;
-        debug_assert!(n > 0, "a word ends by t, on a reached page, and the buffer holds one");
-        let mosi = &mut mosi[..n];
-        match run.tx.as_ref().and_then(|s| s.host(run.next, run.bytes)) {
-            None => mosi.fill(0),
-            // SAFETY: the chunk's words lie in the TX buffer of a descriptor,
-            // on the page of word `next` (a chunk ends before the next
-            // page): without translation, `load_dma_descriptor`'s contract
-            // keeps them readable until the burst ends; with it,
-            // `Iommu::map`'s contract keeps the page readable while it is
-            // mapped, and a page reached through a stale entry gives no address.
-            Some(a) => unsafe { read_words(a, run.bytes, mosi) },
-        }
-        Step::Words { n, bits: run.bits, start: run.next_start, word_ns: run.word_ns }
+        let n = ended_by_t.min(on_reached_pages).min(left).min(max_words as u64) as usize;
+        debug_assert!(n > 0, "a word ends by t, on a reached page, and the chunk holds one");
+        let host = |s: &Option<Stream>| s.as_ref().and_then(|s| s.host(run.next, run.bytes));
+        let memory = ChunkMemory { tx: host(&run.tx), rx: host(&run.rx), word_bytes: run.bytes };
+        Step::Words { n, bits: run.bits, start: run.next_start, word_ns: run.word_ns, memory }
     }
 
-    /// The words [`Step::Words`] gave shifted and the device answered
-    /// `miso`: stores them and moves on. Returns whether the burst ended.
-    pub fn finish_words(&mut self, miso: &[u32]) -> bool {
+    /// The `n` words [`Step::Words`] gave shifted and their answers are
+    /// stored: moves on. Returns whether the burst ended.
+    pub fn finish_words(&mut self, n: usize) -> bool {
         let Some(run) = self.run.as_mut() else { return false };
-        if let Some(a) = run.rx.as_ref().and_then(|s| s.host(run.next, run.bytes)) {
-            // SAFETY: as for the TX reads in `step`, for writing.
-            unsafe { write_words(a, run.bytes, miso, word_mask(run.bits)) };
-        }
-        let n = miso.len() as u32;
+        let n = n as u32;
         run.next += n;
         run.next_start = run.next_start.add_ns(u64::from(n).saturating_mul(run.word_ns));
         if run.next == run.len {
@@ -406,45 +395,5 @@ impl DmaEngine {
     fn end(&mut self) {
         self.run = None;
         self.active.store(false, Ordering::Release);
-    }
-}
-
-/// Reads `words.len()` consecutive words of `bytes` bytes (native endian)
-/// from host address `a`: the width is matched once per chunk, and each
-/// width's loop is one the compiler vectorizes.
-///
-/// # Safety
-/// `[a, a + words.len() × bytes)` must be readable.
-unsafe fn read_words(a: u64, bytes: u64, words: &mut [u32]) {
-    // SAFETY: the caller's range, as bytes (no alignment needed).
-    let src = unsafe { std::slice::from_raw_parts(a as *const u8, words.len() * bytes as usize) };
-    match bytes {
-        1 => words.iter_mut().zip(src).for_each(|(w, &b)| *w = u32::from(b)),
-        2 => words
-            .iter_mut()
-            .zip(src.chunks_exact(2))
-            .for_each(|(w, c)| *w = u32::from(u16::from_ne_bytes([c[0], c[1]]))),
-        _ => words
-            .iter_mut()
-            .zip(src.chunks_exact(4))
-            .for_each(|(w, c)| *w = u32::from_ne_bytes([c[0], c[1], c[2], c[3]])),
-    }
-}
-
-/// Writes the low `bytes` bytes of each of `words` (native endian), less
-/// the bits outside `mask`, to consecutive words from host address `a`.
-///
-/// # Safety
-/// `[a, a + words.len() × bytes)` must be writable, and no reference may
-/// hold it.
-unsafe fn write_words(a: u64, bytes: u64, words: &[u32], mask: u32) {
-    // SAFETY: the caller's range, as bytes (no alignment needed).
-    let dst = unsafe { std::slice::from_raw_parts_mut(a as *mut u8, words.len() * bytes as usize) };
-    match bytes {
-        1 => dst.iter_mut().zip(words).for_each(|(d, &w)| *d = (w & mask) as u8),
-        2 => {
-            dst.chunks_exact_mut(2).zip(words).for_each(|(d, &w)| d.copy_from_slice(&((w & mask) as u16).to_ne_bytes()))
-        }
-        _ => dst.chunks_exact_mut(4).zip(words).for_each(|(d, &w)| d.copy_from_slice(&(w & mask).to_ne_bytes())),
     }
 }

@@ -461,3 +461,31 @@ fn answers_keep_only_the_words_bits_in_dma_memory_the_rx_fifo_and_the_trace() {
     while block.read(STATUS) & STATUS_DONE == 0 {}
     assert_eq!(block.read(RXDATA), !0x123 & 0xFFF, "the RX FIFO's word");
 }
+
+#[test]
+fn answers_of_words_narrower_than_a_byte_keep_only_their_bits_in_dma_memory_and_the_trace() {
+    // The witness answers !mosi: the 3 bits above a 5-bit word are set.
+    let (_lab, block) = block_on(LabConfig::default(), Witness::default());
+    let (mut tx, rx) = (Pages::new(2), Pages::new(2));
+    // Across a page boundary, so that the byte lane's chunks split there.
+    let (len, offset) = (600usize, 4096 - 250);
+    for k in 0..len {
+        tx.bytes_mut()[offset + k] = (k * 7) as u8 & 0x1F;
+    }
+    block.trace_start(1024);
+    let d = DmaDescriptor { tx: Some(tx.addr() + offset as u64), rx: Some(rx.addr() + offset as u64) };
+    let (status, _) = run(&block, d, len as u32, 5);
+    assert_eq!(status & (STATUS_DONE | STATUS_ERR), STATUS_DONE);
+    let expected: Vec<u8> = (0..len).map(|k| !tx.bytes()[offset + k] & 0x1F).collect();
+    assert_eq!(&rx.bytes()[offset..offset + len], &expected[..], "DMA memory");
+    let traced: Vec<u32> = block
+        .trace_take()
+        .events
+        .iter()
+        .filter_map(|e| match *e {
+            TraceEvent::Word { miso, .. } => Some(miso),
+            TraceEvent::Cs { .. } => None,
+        })
+        .collect();
+    assert_eq!(traced, expected.iter().map(|&b| u32::from(b)).collect::<Vec<_>>(), "the trace's MISO");
+}

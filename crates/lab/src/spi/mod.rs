@@ -10,11 +10,13 @@
 
 mod config;
 mod dma;
+mod dma_memory;
 #[cfg(test)]
 mod dma_tests;
 mod faults;
 #[cfg(test)]
 mod faults_tests;
+mod lane;
 mod model;
 pub mod regs;
 #[cfg(test)]
@@ -54,6 +56,24 @@ pub trait SpiDeviceModel: Send {
         for (&m, r) in mosi.iter().zip(miso.iter_mut()) {
             *r = self.exchange(m, bits, start);
             start = start.add_ns(word_ns);
+        }
+    }
+    /// [`exchange_burst`](SpiDeviceModel::exchange_burst) for words of at
+    /// most 8 bits, one per byte (the DMA engine's chunks of such words,
+    /// which are most): `miso[i]` answers `mosi[i]`, bits above `bits`
+    /// included or not (the block masks them). The default widens a piece
+    /// at a time and calls `exchange_burst`; a device may override it with
+    /// a faster loop that answers the same.
+    fn exchange_bytes(&mut self, mosi: &[u8], miso: &mut [u8], bits: u8, at: Instant, word_ns: u64) {
+        const PIECE: usize = 64;
+        let (mut wide_mosi, mut wide_miso) = ([0u32; PIECE], [0u32; PIECE]);
+        let mut start = at;
+        for (m, r) in mosi.chunks(PIECE).zip(miso.chunks_mut(PIECE)) {
+            let n = m.len().min(r.len());
+            wide_mosi.iter_mut().zip(m).for_each(|(w, &b)| *w = u32::from(b));
+            self.exchange_burst(&wide_mosi[..n], &mut wide_miso[..n], bits, start, word_ns);
+            r.iter_mut().zip(&wide_miso[..n]).for_each(|(b, &w)| *b = w as u8);
+            start = start.add_ns((n as u64).saturating_mul(word_ns));
         }
     }
     /// The SCLK frequency the controller will clock the device at from the

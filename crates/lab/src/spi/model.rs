@@ -7,8 +7,10 @@
 //! for it) and handing finished words to the selected device. A DMA burst
 //! is worked out by the block's [`DmaEngine`] instead of the FIFOs.
 
-use super::dma::{DmaEngine, Step, DMA_CHUNK_WORDS};
+use super::dma::{DmaEngine, Step};
+use super::dma_memory::Chunk;
 use super::faults::InjectedFaults;
+use super::lane::Lane;
 use super::regs::*;
 use super::{SpiControllerConfig, SpiDeviceModel};
 use crate::irq::IrqLine;
@@ -78,7 +80,7 @@ pub(super) struct Analyser {
 
 impl Analyser {
     /// Words clocked back to back, the first starting at `start`.
-    fn words(&mut self, mosi: &[u32], miso: &[u32], bits: u8, start: Instant, word_ns: u64) {
+    fn words<W: Lane>(&mut self, mosi: &[W], miso: &[W], bits: u8, start: Instant, word_ns: u64) {
         let n = miso.len() as u64;
         self.clocked.words += n;
         self.clocked.bits += n * u64::from(bits);
@@ -87,17 +89,12 @@ impl Analyser {
             let mut start = start;
             for (&mosi, &miso) in mosi.iter().zip(miso) {
                 let end = start.add_ns(word_ns);
+                let (mosi, miso) = (mosi.into(), miso.into());
                 self.trace.record(TraceEvent::Word { start, end, bits, mosi, miso: miso & word_mask(bits) });
                 start = end;
             }
         }
     }
-}
-
-/// A DMA chunk's words: what was sent, and the answers.
-struct Chunk {
-    mosi: [u32; DMA_CHUNK_WORDS],
-    miso: [u32; DMA_CHUNK_WORDS],
 }
 
 struct External {
@@ -134,13 +131,18 @@ pub(super) struct Model {
     pub(super) analyser: Analyser,
     pub(super) power_ups: u64,
     pub(super) dma: DmaEngine,
-    /// The DMA chunk being worked out (allocated once: a poll during a
-    /// burst does not clear 2 KiB of stack).
-    chunk: Box<Chunk>,
+    /// The DMA chunks being worked out, one per width (allocated once: a
+    /// poll during a burst does not clear kilobytes of stack).
+    byte_chunk: Chunk<u8>,
+    word_chunk: Chunk<u32>,
     pub(super) faults: InjectedFaults,
     /// When the pending interrupt check runs (a check that finds the
     /// state changed is harmless, so a superseded one is never cancelled).
     check_at: Option<Instant>,
+    /// An instant the model read the clock at, the latest it keeps: a
+    /// `STATUS` read whose answer cannot depend on the time uses it
+    /// instead of reading the clock (see [`Model::quiet`]).
+    seen: Instant,
 }
 
 /// What [`Model::update_irq`] leaves for after the model's lock: waking the
@@ -173,34 +175,36 @@ fn bits_of(ctrl: u32) -> u8 {
 }
 
 /// `dev`'s answers to `mosi`: a FIFO's single word through
-/// [`SpiDeviceModel::exchange`], a DMA chunk through
-/// [`SpiDeviceModel::exchange_burst`].
+/// [`SpiDeviceModel::exchange`], a DMA chunk through its lane's burst call
+/// ([`SpiDeviceModel::exchange_bytes`] or [`SpiDeviceModel::exchange_burst`]).
 #[inline(always)]
-fn exchange(dev: &mut dyn SpiDeviceModel, mosi: &[u32], miso: &mut [u32], (bits, start, word_ns): (u8, Instant, u64)) {
+fn exchange<W: Lane>(dev: &mut dyn SpiDeviceModel, mosi: &[W], miso: &mut [W], timing: (u8, Instant, u64)) {
     match (mosi, &mut *miso) {
-        ([m], [r]) => *r = dev.exchange(*m, bits, start),
-        _ => dev.exchange_burst(mosi, miso, bits, start, word_ns),
+        ([m], [r]) => *r = W::from_word(dev.exchange((*m).into(), timing.0, timing.1)),
+        _ => W::exchange_burst(dev, mosi, miso, timing),
     }
 }
 
 /// Words on the wires, back to back, the first starting at `start`: the
 /// selected devices receive `mosi` (the native one answers, else the first
 /// selected external one; nobody: all ones), and the analyser sees them.
-/// Their answers go to `miso` (as long as `mosi`, at most
-/// [`DMA_CHUNK_WORDS`]) as the device gave them, bits above `bits`
+/// Their answers go to `miso` (as long as `mosi`; so is `unheard`, where
+/// a second selected device's go) as the device gave them, bits above `bits`
 /// included: whoever keeps them masks them with [`word_mask`] (the RX
 /// FIFO, the DMA engine's store, the trace), so that a DMA chunk is not
 /// walked once more for it. Inlined at both callers: called out of line, the
 /// FIFO path's one-word calls cost about 70 more instructions a word
 /// (callgrind, `scripts/instructions`).
 #[inline(always)]
-fn shift_words(
+#[allow(clippy::too_many_arguments)]
+fn shift_words<W: Lane>(
     cs: u32,
     devices: &mut [Option<Box<dyn SpiDeviceModel>>],
     external: &mut [External],
     analyser: &mut Analyser,
-    mosi: &[u32],
-    miso: &mut [u32],
+    mosi: &[W],
+    miso: &mut [W],
+    unheard: &mut [W],
     (bits, start, word_ns): (u8, Instant, u64),
 ) {
     let native = cs & CS_ASSERT != 0;
@@ -214,7 +218,6 @@ fn shift_words(
     }
     for e in external.iter_mut().filter(|e| e.selected) {
         if answered {
-            let mut unheard = [0u32; DMA_CHUNK_WORDS];
             exchange(e.device.as_mut(), mosi, &mut unheard[..mosi.len()], (bits, start, word_ns));
         } else {
             exchange(e.device.as_mut(), mosi, miso, (bits, start, word_ns));
@@ -222,9 +225,53 @@ fn shift_words(
         }
     }
     if !answered {
-        miso.fill(word_mask(bits));
+        miso.fill(W::from_word(word_mask(bits)));
     }
     analyser.words(mosi, miso, bits, start, word_ns);
+}
+
+/// What a DMA step did.
+enum Chunked {
+    /// A chunk shifted; the burst ended with it or goes on.
+    Shifted { burst_ended: bool },
+    /// The burst stopped on a fault.
+    Fault,
+    /// Nothing more happens by the instant asked.
+    Wait,
+}
+
+/// The block's wires, borrowed apart from its DMA engine and chunks.
+struct Wires<'a> {
+    cs: u32,
+    devices: &'a mut [Option<Box<dyn SpiDeviceModel>>],
+    external: &'a mut [External],
+    analyser: &'a mut Analyser,
+}
+
+impl Wires<'_> {
+    /// The DMA engine's next step as of `t`, its words worked in `chunk`.
+    fn dma_chunk<W: Lane>(&mut self, dma: &mut DmaEngine, chunk: &mut Chunk<W>, t: Instant) -> Chunked {
+        match dma.step(t, W::CHUNK) {
+            Step::Words { n, bits, start, word_ns, memory } => {
+                let words = (bits, start, word_ns);
+                let wires = |mosi: &[W], miso: &mut [W], unheard: &mut [W]| {
+                    shift_words(self.cs, self.devices, self.external, self.analyser, mosi, miso, unheard, words);
+                };
+                // SAFETY: the engine gives the host addresses of words in a
+                // descriptor's buffers, on pages it translated (a chunk ends
+                // before the next page): without translation,
+                // `load_dma_descriptor`'s contract keeps them valid until the
+                // burst ends; with it, `Iommu::map`'s contract keeps a page
+                // valid while it is mapped, which the IOMMU cannot change while
+                // the block's lock is held (it settles the block first), and a
+                // page reached through a stale entry gives no address.
+                unsafe { chunk.shift(n, memory, word_mask(bits), wires) };
+                Chunked::Shifted { burst_ended: dma.finish_words(n) }
+            }
+            Step::Fault => Chunked::Fault,
+            Step::Wait => Chunked::Wait,
+        }
+    }
 }
 
 impl Model {
@@ -255,9 +302,11 @@ impl Model {
             analyser: Analyser::default(),
             power_ups: 0,
             dma: DmaEngine::new(),
-            chunk: Box::new(Chunk { mosi: [0; DMA_CHUNK_WORDS], miso: [0; DMA_CHUNK_WORDS] }),
+            byte_chunk: Chunk::new(),
+            word_chunk: Chunk::new(),
             faults: InjectedFaults::default(),
             check_at: None,
+            seen: Instant::ZERO,
         }
     }
 
@@ -302,7 +351,7 @@ impl Model {
                     break;
                 }
                 let f = self.inflight.pop_front().expect("front exists");
-                let mut miso = [0];
+                let (mut miso, mut unheard) = ([0u32], [0u32]);
                 let word = (b.bits, f.start, b.word_ns);
                 shift_words(
                     self.cs,
@@ -311,6 +360,7 @@ impl Model {
                     &mut self.analyser,
                     &[f.mosi],
                     &mut miso,
+                    &mut unheard,
                     word,
                 );
                 self.rx.push_back(miso[0] & word_mask(b.bits));
@@ -344,22 +394,18 @@ impl Model {
 
     /// [`Model::advance`] for a DMA burst.
     fn advance_dma(&mut self, t: Instant) {
-        let chunk = &mut *self.chunk;
+        let Model { cs, devices, external, analyser, dma, byte_chunk, word_chunk, .. } = self;
+        let mut wires = Wires { cs: *cs, devices, external, analyser };
         loop {
-            match self.dma.step(t, &mut chunk.mosi) {
-                Step::Words { n, bits, start, word_ns } => {
-                    let (mosi, miso) = (&chunk.mosi[..n], &mut chunk.miso[..n]);
-                    let words = (bits, start, word_ns);
-                    shift_words(self.cs, &mut self.devices, &mut self.external, &mut self.analyser, mosi, miso, words);
-                    if self.dma.finish_words(miso) {
-                        self.done_flag = true;
-                    }
-                }
-                Step::Fault => {
+            let chunked =
+                if dma.byte_wide() { wires.dma_chunk(dma, byte_chunk, t) } else { wires.dma_chunk(dma, word_chunk, t) };
+            match chunked {
+                Chunked::Shifted { burst_ended } => self.done_flag |= burst_ended,
+                Chunked::Fault => {
                     self.err = true;
                     return;
                 }
-                Step::Wait => return,
+                Chunked::Wait => return,
             }
         }
     }
@@ -440,7 +486,7 @@ impl Model {
     pub(super) fn read(&mut self, reg: u32) -> u32 {
         match reg {
             STATUS => {
-                let t = now();
+                let t = if self.quiet() { self.seen } else { self.see_now() };
                 self.advance(t);
                 self.status(t)
             }
@@ -601,7 +647,7 @@ impl Model {
     }
 
     fn start(&mut self) {
-        let t = now();
+        let t = self.see_now();
         self.advance(t);
         if self.burst.is_some() || self.dma.busy() || !self.powered || t < self.ready_at || self.xferlen == 0 {
             self.err = true;
@@ -638,6 +684,21 @@ impl Model {
             stalled,
         });
         self.advance(t);
+    }
+
+    /// Reads the clock, and keeps the reading as [`Model::seen`].
+    fn see_now(&mut self) -> Instant {
+        self.seen = now();
+        self.seen
+    }
+
+    /// Whether the block's state holds still whatever the time from
+    /// [`Model::seen`] on: no burst shifts (FIFO or DMA) and power-up, if
+    /// any, has ended by then. `STATUS` then reads the same at `seen` as
+    /// now, so it needs no clock read: a burst that an instant wire ended
+    /// at its start costs the poll that sees it done none.
+    fn quiet(&self) -> bool {
+        self.burst.is_none() && !self.dma.busy() && (!self.powered || self.ready_at <= self.seen)
     }
 
     /// The interrupt check armed for `due` ran.
