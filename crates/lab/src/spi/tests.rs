@@ -330,3 +330,29 @@ fn a_device_on_a_chip_select_the_block_does_not_have_is_refused_and_nothing_chan
     assert!(e.to_string().contains("no native chip selects") && e.to_string().contains("attach_external_cs"), "{e}");
     assert_eq!(block.try_attach(3, Loopback::new()), Ok(()), "the last chip select exists");
 }
+
+#[test]
+fn ready_rises_power_up_time_after_power_on_even_when_status_needs_no_clock() {
+    let lab = Lab::new(LabConfig { instant_wire: true, ..LabConfig::default() });
+    let power_up_ns = 2_000_000;
+    let block = lab.spi_controller(SpiControllerConfig { power_up_ns, ..SpiControllerConfig::default() });
+    block.attach(0, Loopback::new());
+    // An instant burst ends at its start: the STATUS reads after it need no clock while powered and ready.
+    block.write(CS, CS_ASSERT);
+    block.write(XFERLEN, 1);
+    block.write(TXDATA, 0x5A);
+    block.write(START, START_GO);
+    assert_eq!(block.read(STATUS) & (STATUS_DONE | STATUS_READY), STATUS_DONE | STATUS_READY);
+    block.write(PWR, 0);
+    block.write(PWR, PWR_ON);
+    let on = now();
+    assert_eq!(block.read(STATUS) & STATUS_READY, 0, "not ready right after power-up");
+    let limit = on.add_ns(5_000_000_000);
+    while block.read(STATUS) & STATUS_READY == 0 {
+        assert!(now() < limit, "READY never rose");
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    let after = now().ns_since(on);
+    assert!(after >= power_up_ns, "READY rose {after} ns after PWR.ON, before the power-up time");
+    assert_ne!(block.read(STATUS) & STATUS_READY, 0, "and stays up");
+}
