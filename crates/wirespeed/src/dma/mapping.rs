@@ -4,9 +4,11 @@
 //!
 //! `sync_for_cpu` / `sync_for_device` follow the Linux DMA API contract and
 //! must be called: before the CPU reads what the device wrote, and before the
-//! device reads what the CPU wrote. The lab is cache-coherent, so they are
-//! memory fences (`fence(SeqCst)`) and nothing else; on a non-coherent system
-//! they would clean/invalidate caches.
+//! device reads what the CPU wrote. The lab is cache-coherent and its
+//! engines see memory through register accesses that synchronize with the
+//! CPU (a lock), so they are a release fence (for the device) and an acquire
+//! fence (for the CPU), as Linux's coherent DMA needs only `dma_wmb`/`dma_rmb`
+//! around the doorbell; on a non-coherent system they would clean/invalidate caches.
 
 use super::buffer::Region;
 use super::domain::DmaDomain;
@@ -55,14 +57,18 @@ impl RawMapping {
         self.dir
     }
 
-    /// Before the CPU reads what the device wrote (a fence on the coherent lab).
+    /// Before the CPU reads what the device wrote: on the coherent lab an
+    /// acquire fence (the device's writes are published by the register
+    /// access that showed it done, which synchronizes with the engine).
     pub fn sync_for_cpu(&self) {
-        fence(Ordering::SeqCst);
+        fence(Ordering::Acquire);
     }
 
-    /// Before the device reads what the CPU wrote (a fence on the coherent lab).
+    /// Before the device reads what the CPU wrote: on the coherent lab a
+    /// release fence (the register write that starts the device
+    /// synchronizes with the engine, as a doorbell after `dma_wmb`).
     pub fn sync_for_device(&self) {
-        fence(Ordering::SeqCst);
+        fence(Ordering::Release);
     }
 
     pub(crate) fn iova(&self) -> u64 {
@@ -119,14 +125,14 @@ impl<'a> Mapping<'a> {
         self.raw.direction()
     }
 
-    /// Before the CPU reads what the device wrote: a fence (coherent lab).
+    /// Before the CPU reads what the device wrote (see [`RawMapping::sync_for_cpu`]).
     pub fn sync_for_cpu(&self) {
-        fence(Ordering::SeqCst);
+        self.raw.sync_for_cpu();
     }
 
-    /// Before the device reads what the CPU wrote: a fence (coherent lab).
+    /// Before the device reads what the CPU wrote (see [`RawMapping::sync_for_device`]).
     pub fn sync_for_device(&self) {
-        fence(Ordering::SeqCst);
+        self.raw.sync_for_device();
     }
 
     /// Unmaps now, reporting an IOMMU error (the range is then quarantined).

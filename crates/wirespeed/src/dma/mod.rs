@@ -37,7 +37,7 @@
 //! let phys = buf.phys();
 //! {
 //!     let map = domain.map(&mut buf, Direction::ToDevice).unwrap();
-//!     map.sync_for_device(); // before the device reads (a fence: the lab is coherent)
+//!     map.sync_for_device(); // before the device reads (a release fence: the lab is coherent)
 //!     assert_eq!(map.device_addr(), phys);
 //!     assert_eq!(map.len(), 256);
 //! } // unmapped here

@@ -82,6 +82,7 @@ mod plan;
 pub(crate) use plan::word_bytes;
 mod policy;
 mod prepared;
+mod prepared_buffer;
 mod pump;
 pub mod stats;
 mod transfer;

@@ -97,9 +97,11 @@ pub struct Policy {
     /// `spi_optimize_message`). Off: validated again at every run (5.18
     /// `__spi_validate` in every `__spi_sync`).
     pub optimize_message: bool,
-    /// On: a prepared message's DMA buffers stay mapped for its lifetime
-    /// (no IOVA allocation, page-table write or invalidation per run).
-    /// Off: they are mapped and unmapped around every run, as the kernel's
+    /// On: a prepared message's DMA buffers move, when it is prepared, to
+    /// page-aligned DMA memory (a 4 KiB buffer then takes one IOMMU page,
+    /// not the two a heap buffer usually straddles) and stay mapped for its
+    /// lifetime (no IOVA allocation, page-table write or invalidation per
+    /// run). Off: they are mapped and unmapped around every run, as the kernel's
     /// `spi_map_msg`/`spi_unmap_msg` do for every message.
     pub premapped_dma: bool,
     /// On: a transfer whose wire time is longer than the delay layer's spin

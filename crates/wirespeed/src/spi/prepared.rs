@@ -35,6 +35,7 @@ use super::error::{InvalidMessage, SpiError};
 use super::exec::{DeviceState, MessageSource};
 use super::message::MessagePlanner;
 use super::plan::{plan_step, Step};
+use super::prepared_buffer::PreparedBuffer;
 use super::transfer::{Data, Transfer};
 use crate::dma::DmaDomain;
 use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
@@ -44,9 +45,9 @@ use wirespeed_time::{Deadline, Instant};
 
 #[derive(Debug)]
 enum Buffers {
-    Write(Vec<u8>),
-    Read(Vec<u8>),
-    Duplex(Vec<u8>, Vec<u8>),
+    Write(PreparedBuffer),
+    Read(PreparedBuffer),
+    Duplex(PreparedBuffer, PreparedBuffer),
     /// An RX buffer of this many bytes, allocated when the message is
     /// prepared (where a length that cannot be allocated is an error, not
     /// a panic).
@@ -61,6 +62,18 @@ impl Buffers {
             Buffers::Duplex(t, r) => Data::Duplex(t, r),
             // Only before `OwnedTransfer::allocate`, which preparing runs first.
             Buffers::ReadOf(_) => Data::Read(&mut []),
+        }
+    }
+
+    /// Moves the buffers to DMA memory (best effort, see [`PreparedBuffer::move_to_dma`]).
+    fn move_to_dma(&mut self) {
+        match self {
+            Buffers::Write(b) | Buffers::Read(b) => b.move_to_dma(),
+            Buffers::Duplex(t, r) => {
+                t.move_to_dma();
+                r.move_to_dma();
+            }
+            Buffers::ReadOf(_) => {}
         }
     }
 }
@@ -103,7 +116,7 @@ impl OwnedTransfer {
     }
     /// Sends `tx`.
     pub fn write(tx: Vec<u8>) -> OwnedTransfer {
-        OwnedTransfer::new(Buffers::Write(tx))
+        OwnedTransfer::new(Buffers::Write(PreparedBuffer::Heap(tx)))
     }
     /// Receives `len` bytes. The buffer is allocated by
     /// [`SpiDevice::prepare`](super::SpiDevice::prepare), which fails with
@@ -114,7 +127,7 @@ impl OwnedTransfer {
     /// Sends `tx` and receives as many bytes.
     pub fn duplex(tx: Vec<u8>) -> OwnedTransfer {
         let n = tx.len();
-        OwnedTransfer::new(Buffers::Duplex(tx, vec![0; n]))
+        OwnedTransfer::new(Buffers::Duplex(PreparedBuffer::Heap(tx), PreparedBuffer::Heap(vec![0; n])))
     }
     super::transfer::transfer_options_builder!();
 
@@ -124,7 +137,7 @@ impl OwnedTransfer {
             let mut rx = Vec::new();
             rx.try_reserve_exact(len).map_err(|_| InvalidMessage::BufferTooLarge { index, len })?;
             rx.resize(len, 0);
-            self.buffers = Buffers::Read(rx);
+            self.buffers = Buffers::Read(PreparedBuffer::Heap(rx));
         }
         Ok(())
     }
@@ -226,8 +239,10 @@ impl PreparedMessage {
     }
 
     /// Maps the buffers of the transfers that go by DMA (at least
-    /// `dma.min_len` bytes, no word delay) for the message's lifetime. Best
-    /// effort: a transfer that cannot be mapped now is mapped at each run.
+    /// `dma.min_len` bytes, no word delay) for the message's lifetime,
+    /// after moving them to page-aligned DMA memory ([`PreparedBuffer`]).
+    /// Best effort: a transfer that cannot be mapped now is mapped at each
+    /// run, and one whose DMA memory cannot be had is mapped where it is.
     pub(crate) fn premap(&mut self, dma: &DmaSupport) {
         let mut any = false;
         let transfers = self
@@ -238,10 +253,12 @@ impl PreparedMessage {
                 if st.len < dma.min_len || st.word_delay_ns > 0 {
                     return None;
                 }
-                // SAFETY: the buffers are the message's own heap memory,
-                // which never moves or is reallocated (only their contents
-                // change, between runs), and are unmapped in `drop` before
-                // they are freed. The CPU touches RX only between runs.
+                t.buffers.move_to_dma();
+                // SAFETY: the buffers are the message's own memory (heap or
+                // DMA), which never moves or is reallocated from here on
+                // (only their contents change, between runs), and are
+                // unmapped in `drop` before they are freed. The CPU touches
+                // RX only between runs.
                 let m = unsafe { TransferMapping::map(&dma.domain, &t.buffers.data()) }.ok();
                 any |= m.is_some();
                 m
@@ -269,7 +286,7 @@ impl PreparedMessage {
     /// The TX bytes of transfer `i`, to change before the next run.
     pub fn tx_mut(&mut self, i: usize) -> Option<&mut [u8]> {
         match &mut self.transfers.get_mut(i)?.buffers {
-            Buffers::Write(t) | Buffers::Duplex(t, _) => Some(t),
+            Buffers::Write(t) | Buffers::Duplex(t, _) => Some(t.as_mut()),
             Buffers::Read(_) | Buffers::ReadOf(_) => None,
         }
     }
@@ -280,7 +297,7 @@ impl PreparedMessage {
             m.sync_for_cpu();
         }
         match &self.transfers.get(i)?.buffers {
-            Buffers::Read(r) | Buffers::Duplex(_, r) => Some(r),
+            Buffers::Read(r) | Buffers::Duplex(_, r) => Some(r.as_ref()),
             Buffers::Write(_) | Buffers::ReadOf(_) => None,
         }
     }
