@@ -57,20 +57,22 @@ impl SpiDeviceModel for Loopback {
         }
     }
     fn exchange_burst(&mut self, mosi: &[u32], miso: &mut [u32], _bits: u8, _at: Instant, _word_ns: u64) {
-        let n = mosi.len().min(miso.len());
-        self.counters.words.fetch_add(n as u64, Ordering::Relaxed);
-        match self.counters.stuck.load(Ordering::Relaxed) {
-            1 => miso[..n].fill(0),
-            2 => miso[..n].fill(u32::MAX),
-            _ => miso[..n].copy_from_slice(&mosi[..n]),
-        }
+        self.answer(mosi, miso, u32::MAX);
     }
     fn exchange_bytes(&mut self, mosi: &[u8], miso: &mut [u8], _bits: u8, _at: Instant, _word_ns: u64) {
+        self.answer(mosi, miso, u8::MAX);
+    }
+}
+
+impl Loopback {
+    /// A burst's answers, in words of either width (`ones`: all bits set):
+    /// `mosi` back, or the stuck level; the shorter slice bounds it.
+    fn answer<W: Copy + Default>(&self, mosi: &[W], miso: &mut [W], ones: W) {
         let n = mosi.len().min(miso.len());
         self.counters.words.fetch_add(n as u64, Ordering::Relaxed);
         match self.counters.stuck.load(Ordering::Relaxed) {
-            1 => miso[..n].fill(0),
-            2 => miso[..n].fill(u8::MAX),
+            1 => miso[..n].fill(W::default()),
+            2 => miso[..n].fill(ones),
             _ => miso[..n].copy_from_slice(&mosi[..n]),
         }
     }

@@ -50,7 +50,7 @@ impl<W: Lane> Chunk<W> {
         // lives (RX is borrowed below only where the two do not overlap, or
         // after the last use of this one).
         let tx = at.tx.map(|a| unsafe { std::slice::from_raw_parts(a as *const u8, span) });
-        let mosi: &[W] = match tx.and_then(|m| W::in_place(m, at.word_bytes)).filter(|_| !overlap) {
+        let mosi: &[W] = match tx.and_then(|m| W::in_place(m)).filter(|_| !overlap) {
             Some(m) => m,
             None => {
                 let mosi = &mut self.mosi[..n];
@@ -65,7 +65,7 @@ impl<W: Lane> Chunk<W> {
         // borrow is live here only if it does not overlap (else `mosi` is the chunk's copy).
         let mut rx = at.rx.map(|a| unsafe { std::slice::from_raw_parts_mut(a as *mut u8, span) });
         let unheard = &mut self.unheard[..n];
-        match rx.as_deref_mut().and_then(|m| W::in_place_mut(m, at.word_bytes)) {
+        match rx.as_deref_mut().and_then(|m| W::in_place_mut(m)) {
             Some(miso) => {
                 wires(mosi, miso, unheard);
                 W::mask(miso, mask);

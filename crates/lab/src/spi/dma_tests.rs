@@ -426,6 +426,19 @@ fn a_polled_burst_hands_a_device_each_word_once_in_order_at_its_start_and_only_a
     assert_eq!(block.clocked().wire_ns, u64::from(len) * WORD_NS);
 }
 
+/// The MISO of every word in `block`'s trace, taken.
+fn traced_miso(block: &SpiController) -> Vec<u32> {
+    let trace = block.trace_take();
+    trace
+        .events
+        .iter()
+        .filter_map(|e| match *e {
+            TraceEvent::Word { miso, .. } => Some(miso),
+            TraceEvent::Cs { .. } => None,
+        })
+        .collect()
+}
+
 #[test]
 fn answers_keep_only_the_words_bits_in_dma_memory_the_rx_fifo_and_the_trace() {
     // The witness answers !mosi: every bit above the word's 12 is set.
@@ -443,15 +456,7 @@ fn answers_keep_only_the_words_bits_in_dma_memory_the_rx_fifo_and_the_trace() {
         let got = u16::from_ne_bytes([rx.bytes()[2 * k], rx.bytes()[2 * k + 1]]);
         assert_eq!(got, !w & 0xFFF, "DMA word {k}");
     }
-    let traced: Vec<u32> = block
-        .trace_take()
-        .events
-        .iter()
-        .filter_map(|e| match *e {
-            TraceEvent::Word { miso, .. } => Some(miso),
-            TraceEvent::Cs { .. } => None,
-        })
-        .collect();
+    let traced = traced_miso(&block);
     assert_eq!(traced, words.iter().map(|w| u32::from(!w & 0xFFF)).collect::<Vec<_>>(), "the trace's MISO");
     // The FIFO path: one word.
     block.write(IRQSTAT, IRQ_DONE);
@@ -478,14 +483,6 @@ fn answers_of_words_narrower_than_a_byte_keep_only_their_bits_in_dma_memory_and_
     assert_eq!(status & (STATUS_DONE | STATUS_ERR), STATUS_DONE);
     let expected: Vec<u8> = (0..len).map(|k| !tx.bytes()[offset + k] & 0x1F).collect();
     assert_eq!(&rx.bytes()[offset..offset + len], &expected[..], "DMA memory");
-    let traced: Vec<u32> = block
-        .trace_take()
-        .events
-        .iter()
-        .filter_map(|e| match *e {
-            TraceEvent::Word { miso, .. } => Some(miso),
-            TraceEvent::Cs { .. } => None,
-        })
-        .collect();
+    let traced = traced_miso(&block);
     assert_eq!(traced, expected.iter().map(|&b| u32::from(b)).collect::<Vec<_>>(), "the trace's MISO");
 }

@@ -19,15 +19,15 @@ pub(super) trait Lane: Copy + Default + Into<u32> + 'static {
     /// `dev`'s answers to the words of a chunk of more than one word.
     fn exchange_burst(dev: &mut dyn SpiDeviceModel, mosi: &[Self], miso: &mut [Self], timing: (u8, Instant, u64));
 
-    /// `memory` as words of this width, if words of `word_bytes` bytes lie
-    /// in memory as this width holds them.
-    fn in_place(memory: &[u8], word_bytes: u64) -> Option<&[Self]>;
+    /// `memory` as words of this width, if the words lie in memory as this
+    /// width holds them (a byte lane's do: it holds words of one byte).
+    fn in_place(memory: &[u8]) -> Option<&[Self]>;
 
     /// [`in_place`](Lane::in_place), to write.
-    fn in_place_mut(memory: &mut [u8], word_bytes: u64) -> Option<&mut [Self]>;
+    fn in_place_mut(memory: &mut [u8]) -> Option<&mut [Self]>;
 
     /// Reads `words.len()` consecutive words of `word_bytes` bytes each
-    /// (native endian) from `memory`.
+    /// (native endian) from `memory`: 1 for a byte lane, 2 or 4 for a `u32` one.
     fn load(memory: &[u8], word_bytes: u64, words: &mut [Self]);
 
     /// Writes the low `word_bytes` bytes of each of `words`, less the bits
@@ -55,12 +55,12 @@ impl Lane for u8 {
         dev.exchange_bytes(mosi, miso, bits, at, word_ns);
     }
 
-    fn in_place(memory: &[u8], word_bytes: u64) -> Option<&[u8]> {
-        (word_bytes == 1).then_some(memory)
+    fn in_place(memory: &[u8]) -> Option<&[u8]> {
+        Some(memory)
     }
 
-    fn in_place_mut(memory: &mut [u8], word_bytes: u64) -> Option<&mut [u8]> {
-        (word_bytes == 1).then_some(memory)
+    fn in_place_mut(memory: &mut [u8]) -> Option<&mut [u8]> {
+        Some(memory)
     }
 
     fn load(memory: &[u8], _word_bytes: u64, words: &mut [u8]) {
@@ -99,19 +99,19 @@ impl Lane for u32 {
 
     /// Never: a `u32` lane holds words of 2 or 4 bytes, whose alignment
     /// in memory is not a `u32`'s.
-    fn in_place(_memory: &[u8], _word_bytes: u64) -> Option<&[u32]> {
+    fn in_place(_memory: &[u8]) -> Option<&[u32]> {
         None
     }
 
-    fn in_place_mut(_memory: &mut [u8], _word_bytes: u64) -> Option<&mut [u32]> {
+    fn in_place_mut(_memory: &mut [u8]) -> Option<&mut [u32]> {
         None
     }
 
     /// The width is matched once per chunk, and each width's loop is one
     /// the compiler vectorizes.
     fn load(memory: &[u8], word_bytes: u64, words: &mut [u32]) {
+        debug_assert!(word_bytes == 2 || word_bytes == 4, "words of one byte go in a byte lane");
         match word_bytes {
-            1 => words.iter_mut().zip(memory).for_each(|(w, &b)| *w = u32::from(b)),
             2 => words
                 .iter_mut()
                 .zip(memory.chunks_exact(2))
@@ -124,8 +124,8 @@ impl Lane for u32 {
     }
 
     fn store(memory: &mut [u8], word_bytes: u64, words: &[u32], mask: u32) {
+        debug_assert!(word_bytes == 2 || word_bytes == 4, "words of one byte go in a byte lane");
         match word_bytes {
-            1 => memory.iter_mut().zip(words).for_each(|(d, &w)| *d = (w & mask) as u8),
             2 => memory
                 .chunks_exact_mut(2)
                 .zip(words)

@@ -185,51 +185,6 @@ fn exchange<W: Lane>(dev: &mut dyn SpiDeviceModel, mosi: &[W], miso: &mut [W], t
     }
 }
 
-/// Words on the wires, back to back, the first starting at `start`: the
-/// selected devices receive `mosi` (the native one answers, else the first
-/// selected external one; nobody: all ones), and the analyser sees them.
-/// Their answers go to `miso` (as long as `mosi`; so is `unheard`, where
-/// a second selected device's go) as the device gave them, bits above `bits`
-/// included: whoever keeps them masks them with [`word_mask`] (the RX
-/// FIFO, the DMA engine's store, the trace), so that a DMA chunk is not
-/// walked once more for it. Inlined at both callers: called out of line, the
-/// FIFO path's one-word calls cost about 70 more instructions a word
-/// (callgrind, `scripts/instructions`).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn shift_words<W: Lane>(
-    cs: u32,
-    devices: &mut [Option<Box<dyn SpiDeviceModel>>],
-    external: &mut [External],
-    analyser: &mut Analyser,
-    mosi: &[W],
-    miso: &mut [W],
-    unheard: &mut [W],
-    (bits, start, word_ns): (u8, Instant, u64),
-) {
-    let native = cs & CS_ASSERT != 0;
-    let line = (cs & CS_LINE_MASK) as usize;
-    let mut answered = false;
-    if native {
-        if let Some(Some(d)) = devices.get_mut(line) {
-            exchange(d.as_mut(), mosi, miso, (bits, start, word_ns));
-            answered = true;
-        }
-    }
-    for e in external.iter_mut().filter(|e| e.selected) {
-        if answered {
-            exchange(e.device.as_mut(), mosi, &mut unheard[..mosi.len()], (bits, start, word_ns));
-        } else {
-            exchange(e.device.as_mut(), mosi, miso, (bits, start, word_ns));
-            answered = true;
-        }
-    }
-    if !answered {
-        miso.fill(W::from_word(word_mask(bits)));
-    }
-    analyser.words(mosi, miso, bits, start, word_ns);
-}
-
 /// What a DMA step did.
 enum Chunked {
     /// A chunk shifted; the burst ended with it or goes on.
@@ -240,7 +195,8 @@ enum Chunked {
     Wait,
 }
 
-/// The block's wires, borrowed apart from its DMA engine and chunks.
+/// The block's wires: its chip select, the devices on it and the
+/// analyser, borrowed apart from the rest of the model.
 struct Wires<'a> {
     cs: u32,
     devices: &'a mut [Option<Box<dyn SpiDeviceModel>>],
@@ -249,14 +205,53 @@ struct Wires<'a> {
 }
 
 impl Wires<'_> {
+    /// Words on the wires, back to back, the first starting at `start`: the
+    /// selected devices receive `mosi` (the native one answers, else the first
+    /// selected external one; nobody: all ones), and the analyser sees them.
+    /// Their answers go to `miso` (as long as `mosi`; so is `unheard`, where
+    /// a second selected device's go) as the device gave them, bits above `bits`
+    /// included: whoever keeps them masks them with [`word_mask`] (the RX
+    /// FIFO, the DMA engine's store, the trace), so that a DMA chunk is not
+    /// walked once more for it. Inlined at both callers: called out of line, the
+    /// FIFO path's one-word calls cost about 70 more instructions a word
+    /// (callgrind, `scripts/instructions`).
+    #[inline(always)]
+    fn shift<W: Lane>(
+        &mut self,
+        mosi: &[W],
+        miso: &mut [W],
+        unheard: &mut [W],
+        (bits, start, word_ns): (u8, Instant, u64),
+    ) {
+        let native = self.cs & CS_ASSERT != 0;
+        let line = (self.cs & CS_LINE_MASK) as usize;
+        let mut answered = false;
+        if native {
+            if let Some(Some(d)) = self.devices.get_mut(line) {
+                exchange(d.as_mut(), mosi, miso, (bits, start, word_ns));
+                answered = true;
+            }
+        }
+        for e in self.external.iter_mut().filter(|e| e.selected) {
+            if answered {
+                exchange(e.device.as_mut(), mosi, &mut unheard[..mosi.len()], (bits, start, word_ns));
+            } else {
+                exchange(e.device.as_mut(), mosi, miso, (bits, start, word_ns));
+                answered = true;
+            }
+        }
+        if !answered {
+            miso.fill(W::from_word(word_mask(bits)));
+        }
+        self.analyser.words(mosi, miso, bits, start, word_ns);
+    }
+
     /// The DMA engine's next step as of `t`, its words worked in `chunk`.
     fn dma_chunk<W: Lane>(&mut self, dma: &mut DmaEngine, chunk: &mut Chunk<W>, t: Instant) -> Chunked {
         match dma.step(t, W::CHUNK) {
             Step::Words { n, bits, start, word_ns, memory } => {
                 let words = (bits, start, word_ns);
-                let wires = |mosi: &[W], miso: &mut [W], unheard: &mut [W]| {
-                    shift_words(self.cs, self.devices, self.external, self.analyser, mosi, miso, unheard, words);
-                };
+                let wires = |mosi: &[W], miso: &mut [W], unheard: &mut [W]| self.shift(mosi, miso, unheard, words);
                 // SAFETY: the engine gives the host addresses of words in a
                 // descriptor's buffers, on pages it translated (a chunk ends
                 // before the next page): without translation,
@@ -353,16 +348,13 @@ impl Model {
                 let f = self.inflight.pop_front().expect("front exists");
                 let (mut miso, mut unheard) = ([0u32], [0u32]);
                 let word = (b.bits, f.start, b.word_ns);
-                shift_words(
-                    self.cs,
-                    &mut self.devices,
-                    &mut self.external,
-                    &mut self.analyser,
-                    &[f.mosi],
-                    &mut miso,
-                    &mut unheard,
-                    word,
-                );
+                let mut wires = Wires {
+                    cs: self.cs,
+                    devices: &mut self.devices,
+                    external: &mut self.external,
+                    analyser: &mut self.analyser,
+                };
+                wires.shift(&[f.mosi], &mut miso, &mut unheard, word);
                 self.rx.push_back(miso[0] & word_mask(b.bits));
                 b.done += 1;
                 if b.done == b.len {
