@@ -42,9 +42,8 @@
 //! bytes goes through bounce buffers mapped once, so it skips the mapping
 //! as a prepared one does, and `prepared_speedup` there is what the
 //! prepared message saves besides: the copies in and out of the bounce
-//! buffers, the validation, and the pages its page-aligned buffers do not
-//! straddle; the latter shows what a kept mapping is worth against mapping
-//! per transfer), `ablation` (`[{switch, overhead_us_per_msg}]`), and
+//! buffers and the validation; the latter shows what a kept mapping is
+//! worth against mapping per transfer), `ablation` (`[{switch, overhead_us_per_msg}]`), and
 //! `async` (`{sync, async, async_unpipelined}` each `{bus_utilization,
 //! msgs_per_s, wire_s, elapsed_s}` (medians over repetitions); `async_unpipelined` is async with `pipelined_pump` off,
 //! that switch's share: it acts only on queued messages, so its entry in
