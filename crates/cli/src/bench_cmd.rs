@@ -51,9 +51,11 @@ pub enum BenchCommand {
         /// many as take about 10 s of wire time, at least 100].
         #[arg(long)]
         count: Option<u64>,
-        /// Interleaved rounds the messages are split into.
-        #[arg(long, default_value_t = SpiOptions::default().rounds)]
-        rounds: u32,
+        /// Interleaved rounds the messages are split into; each policy's
+        /// figure is the median of its rounds [default: 10, more for long
+        /// messages: each round about 50 ms of wire, at least 10 messages].
+        #[arg(long)]
+        rounds: Option<u32>,
         /// Skip the per-switch ablation.
         #[arg(long)]
         no_ablation: bool,
@@ -318,11 +320,12 @@ pub fn run(cmd: BenchCommand) -> Result<(), CliError> {
                 other => other,
             };
             let idle = host_setup(Some(&realtime), &host);
+            let msgs = count.unwrap_or_else(|| SpiOptions::messages_for(size, hz));
             let opts = SpiOptions {
                 size,
                 hz,
-                msgs: count.unwrap_or_else(|| SpiOptions::messages_for(size, hz)),
-                rounds,
+                msgs,
+                rounds: rounds.unwrap_or_else(|| SpiOptions::rounds_for(size, hz, msgs)),
                 ablation: !no_ablation,
                 async_threads: threads,
                 async_msgs: thread_msgs.unwrap_or_else(|| SpiOptions::thread_messages_for(size, hz, threads)),

@@ -5,8 +5,12 @@
 //! prepared and unprepared messages are sent over the same rig, so that the
 //! style is all that differs between them.
 //! Rounds of every policy are interleaved (A B A B …); per-message figures
-//! are medians over rounds. CS figures come from the lab's bus trace, as the
-//! seed's author read them from a scope.
+//! are medians over rounds (by default 10, more for long messages, each
+//! about 50 ms of wire: [`SpiOptions::rounds_for`]). Instant-wire rounds
+//! send at least [`INSTANT_WIRE_MIN_PER_ROUND`] messages, more than their
+//! share of `msgs_per_policy` when that is small: they take no wire time.
+//! CS figures come from the lab's bus trace, as the seed's author read
+//! them from a scope.
 //!
 //! JSON keys: `clock_hz` (the SCLK the controller ran: the requested
 //! `requested_hz` rounded down to what its divider makes), `classic` and
@@ -141,6 +145,12 @@ pub struct SpiOptions {
 /// threads of the sync/async comparison together).
 const DEFAULT_WIRE_BUDGET_NS: u64 = 10_000_000_000;
 
+/// The wire time a default round aims at ([`SpiOptions::rounds_for`]).
+pub const ROUND_WIRE_NS: u64 = 50_000_000;
+
+/// The fewest messages a default round holds, however long they are.
+pub const MIN_MSGS_PER_ROUND: u64 = 10;
+
 /// The wire time of one `size`-byte message at `hz`, ns (at least 1).
 fn wire_ns(size: usize, hz: u32) -> u64 {
     (size as u64).saturating_mul(8_000_000_000).div_ceil(u64::from(hz.max(1))).max(1)
@@ -152,6 +162,24 @@ impl SpiOptions {
     pub fn messages_for(size: usize, hz: u32) -> u64 {
         let wire_ns = wire_ns(size, hz);
         (DEFAULT_WIRE_BUDGET_NS / wire_ns).clamp(100, SpiOptions::default().msgs)
+    }
+
+    /// The default rounds for `msgs` messages of `size` bytes at `hz`: 10,
+    /// or more for long messages, as many as keep each round to about
+    /// 50 ms of wire ([`ROUND_WIRE_NS`]) while it still holds at least
+    /// [`MIN_MSGS_PER_ROUND`] messages. A round's figure is its mean per
+    /// message, and the reported figure the median over rounds: a stall of
+    /// the host (here a few a second, each up to milliseconds) spoils the
+    /// round it falls in, so short rounds leave the median to the rounds it
+    /// missed. Measured on `--size 64 --hz 1000000 --count 6000`, three runs
+    /// each, A B A B: fast's overhead 0.89–2.10 µs in 10 rounds of 600
+    /// messages (0.3 s), 0.71–0.75 in 62 rounds of about 100 (50 ms).
+    pub fn rounds_for(size: usize, hz: u32, msgs: u64) -> u32 {
+        let default = u64::from(SpiOptions::default().rounds);
+        let by_wire = msgs.saturating_mul(wire_ns(size, hz)).div_ceil(ROUND_WIRE_NS);
+        let most = (msgs / MIN_MSGS_PER_ROUND).max(1);
+        let rounds = by_wire.min(most).max(default.min(msgs.max(1)));
+        u32::try_from(rounds).unwrap_or(u32::MAX)
     }
 
     /// The default messages per thread of the sync/async comparison: 10,000,
@@ -334,6 +362,16 @@ impl SpiOptions {
     }
 }
 
+/// The rigs of [`run`] whose wire is instant (on the lab's block).
+const INSTANT_WIRE_RIGS: [usize; 2] = [2, 4];
+
+/// The fewest messages an instant-wire round sends, however few the
+/// round's share of `msgs`: its messages take no wire time, and a round of a
+/// few dozen would mostly measure its first, cold message (measured at 4096
+/// bytes and 20 MHz, 30 per round: prepared 0.39–0.40 µs and unprepared
+/// 0.48–0.51, against 0.37 and 0.44 in rounds of 610).
+pub const INSTANT_WIRE_MIN_PER_ROUND: u64 = 500;
+
 /// Runs the scenario.
 pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     o.check()?;
@@ -389,7 +427,9 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
         // The rounds split the messages exactly.
         let per_round = o.msgs / u64::from(o.rounds) + u64::from(u64::from(k) < o.msgs % u64::from(o.rounds));
         for i in order {
-            let rd = round(&rigs[series[i].rig], series[i].style, o.size, per_round, &mut pms[i])?;
+            let instant = t.is_lab_block() && INSTANT_WIRE_RIGS.contains(&series[i].rig);
+            let n = if instant { per_round.max(INSTANT_WIRE_MIN_PER_ROUND) } else { per_round };
+            let rd = round(&rigs[series[i].rig], series[i].style, o.size, n, &mut pms[i])?;
             series[i].rounds.push(rd);
         }
     }
@@ -669,5 +709,21 @@ mod tests {
         assert_eq!(SpiOptions::messages_for(65_536, 1_000), 100);
         assert_eq!(SpiOptions::thread_messages_for(9, 20_000_000, 4), 10_000);
         assert_eq!(SpiOptions::thread_messages_for(4096, 1_000_000, 4), 76);
+    }
+
+    #[test]
+    fn default_rounds_hold_about_50_ms_of_wire_and_at_least_10_messages() {
+        // 20,000 × 3.6 µs: 72 ms of wire in all, the 10 rounds stay.
+        assert_eq!(SpiOptions::rounds_for(9, 20_000_000, 20_000), 10);
+        // 19,531 × 512 µs = 10 s: 200 rounds of about 98 messages.
+        assert_eq!(SpiOptions::rounds_for(64, 1_000_000, 19_531), 200);
+        // 305 × 32.8 ms: 50 ms rounds would hold one message each; 10 per round.
+        assert_eq!(SpiOptions::rounds_for(4096, 1_000_000, 305), 30);
+        for (size, hz, msgs) in [(9, 20_000_000, 1), (9, 20_000_000, 7), (65_536, 1_000, 100), (4096, 1_000_000, 19)] {
+            let rounds = SpiOptions::rounds_for(size, hz, msgs);
+            let o = SpiOptions { size, hz, msgs, rounds, async_threads: 0, ..SpiOptions::default() };
+            assert!(rounds >= 1 && u64::from(rounds) <= msgs, "{rounds} rounds for {msgs} messages");
+            o.check().unwrap_or_else(|e| panic!("the default rounds refused: {e}"));
+        }
     }
 }
