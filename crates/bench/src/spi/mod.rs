@@ -10,9 +10,11 @@
 //! one untimed message: a rig left idle through the other series' rounds
 //! longer than its policy's `idle_delay` has been torn down, and the
 //! power-up would fall on whichever of its series came first (measured at
-//! 4096 bytes and 20 MHz in 200 rounds: the prepared instant-wire series
-//! took 0.44 µs per message in the rounds it came first after a 2 s idle,
-//! 0.34 in the others). Instant-wire rounds send at least
+//! 4096 bytes and 20 MHz in 200 rounds with ablation: the prepared
+//! instant-wire series took about 0.44 µs per message in the rounds it came
+//! first on its rig, about 0.34 in the others; before those rounds its rig
+//! had been idle through 14 other series' rounds of some 49 ms of wire each,
+//! twice over, about 1.4 s, where fast's `idle_delay` is 1 s). Instant-wire rounds send at least
 //! [`INSTANT_WIRE_MIN_PER_ROUND`] messages, more than their share of
 //! `msgs_per_policy` when that is small: they take no wire time.
 //! CS figures come from the lab's bus trace, as the seed's author read
@@ -368,15 +370,13 @@ impl SpiOptions {
     }
 }
 
-/// The rigs of [`run`] whose wire is instant (on the lab's block).
-const INSTANT_WIRE_RIGS: [usize; 2] = [2, 4];
-
 /// The fewest messages an instant-wire round sends, however few the
-/// round's share of `msgs`: its messages take no wire time, and a round of a
-/// few dozen (some 10 µs) would weigh its first messages, which find the
-/// caches cold after the other series, heavily (measured at 4096 bytes and
-/// 20 MHz, 30 per round: prepared 0.39–0.40 µs and unprepared 0.48–0.51,
-/// against 0.37 and 0.44 in rounds of 610).
+/// round's share of `msgs`: its messages take no wire time, and rounds of a
+/// few dozen (some 10 µs each) read slower than long ones (measured at 4096
+/// bytes and 20 MHz without ablation, where no rig idles past its
+/// `idle_delay`: 30 per round, prepared 0.39–0.40 µs and unprepared
+/// 0.48–0.51; 610 per round, 0.37 and 0.44), as a round's first messages
+/// find what the other series used in the caches.
 pub const INSTANT_WIRE_MIN_PER_ROUND: u64 = 500;
 
 /// Runs the scenario.
@@ -434,13 +434,13 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
         // The rounds split the messages exactly.
         let per_round = o.msgs / u64::from(o.rounds) + u64::from(u64::from(k) < o.msgs % u64::from(o.rounds));
         for i in order {
-            let instant = t.is_lab_block() && INSTANT_WIRE_RIGS.contains(&series[i].rig);
-            let n = if instant { per_round.max(INSTANT_WIRE_MIN_PER_ROUND) } else { per_round };
+            let rig = &rigs[series[i].rig];
+            let n = if rig.instant_wire { per_round.max(INSTANT_WIRE_MIN_PER_ROUND) } else { per_round };
             // Untimed: a rig idle through the other series' rounds for longer
             // than its policy's `idle_delay` was torn down, and whichever of
             // its series comes first in the round would pay the power-up.
-            round(&rigs[series[i].rig], series[i].style, o.size, 1, &mut pms[i])?;
-            let rd = round(&rigs[series[i].rig], series[i].style, o.size, n, &mut pms[i])?;
+            round(rig, series[i].style, o.size, 1, &mut pms[i])?;
+            let rd = round(rig, series[i].style, o.size, n, &mut pms[i])?;
             series[i].rounds.push(rd);
         }
     }

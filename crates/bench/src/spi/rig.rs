@@ -21,6 +21,8 @@ pub struct Rig {
     pub block: Option<SpiController>,
     pub bus: Bus,
     pub dev: SpiDevice,
+    /// Whether its wire is instant (asked for, on the lab's own block).
+    pub instant_wire: bool,
 }
 
 impl Rig {
@@ -33,7 +35,8 @@ impl Rig {
     pub fn on(target: &Target, policy: Policy, hz: u32, instant_wire: bool) -> Result<Rig, String> {
         let opened = super::target::open(target, policy, instant_wire)?;
         let dev = opened.bus.device(DeviceConfig::new(0, hz)).map_err(|e| e.to_string())?;
-        Ok(Rig { _lab: opened.lab, block: opened.block, bus: opened.bus, dev })
+        let instant_wire = instant_wire && target.is_lab_block();
+        Ok(Rig { _lab: opened.lab, block: opened.block, bus: opened.bus, dev, instant_wire })
     }
 
     pub fn prepared(&self, size: usize) -> Result<PreparedMessage, String> {
