@@ -313,7 +313,7 @@ impl Iommu {
         self.settle_clients();
         let table = &self.inner.table;
         let vpns = pages(iova, len);
-        // One page: the PTE's compare-and-swap is the check.
+        // One page: the table checks its one PTE as it writes it.
         let conflict = if vpns.end - vpns.start > 1 { table.first_mapped(vpns.clone()) } else { None };
         if let Some(vpn) = conflict {
             return Err(IommuError::AlreadyMapped { iova: vpn << PAGE_SHIFT });
@@ -336,7 +336,7 @@ impl Iommu {
         self.settle_clients();
         let table = &self.inner.table;
         let vpns = pages(iova, len);
-        // One page: the PTE's compare-and-swap is the check.
+        // One page: the table checks its one PTE as it writes it.
         let conflict = if vpns.end - vpns.start > 1 { table.first_unmapped(vpns.clone()) } else { None };
         if let Some(vpn) = conflict {
             return Err(IommuError::NotMapped { iova: vpn << PAGE_SHIFT });

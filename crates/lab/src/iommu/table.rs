@@ -4,9 +4,12 @@
 //!
 //! Software updates it as hardware page tables are updated: tables are
 //! allocated on first use and installed with one compare-and-swap, and a
-//! PTE is written or cleared with one atomic 64-bit access. No lock is
-//! taken, so threads mapping different pages never wait for one another
-//! (seed 003: "a single 64-bit write of the PTE"). Tables stay allocated
+//! single page's PTE is checked and then written or cleared with one 64-bit
+//! store, as a driver's page-table code does (Linux's io-pgtable-arm:
+//! `-EEXIST` for a present entry, then the write). No lock and no
+//! read-modify-write is taken, so threads mapping different pages never
+//! wait for one another (seed 003: "a single 64-bit write of the PTE").
+//! Tables stay allocated
 //! until the IOMMU is dropped (Linux also keeps a domain's page-table pages).
 //! The walk through the upper levels costs the device
 //! [`IommuConfig::walk_ns`](super::IommuConfig::walk_ns) of lab time; here
@@ -16,7 +19,11 @@
 //! then each PTE is claimed with a compare-and-swap (a mark in the bits
 //! below the page number) and only then published or cleared; if another
 //! thread raced in between, the claims are undone and the request fails as
-//! if its check had found the conflict. Single pages need no claim.
+//! if its check had found the conflict. Single pages take no claim: a map
+//! of a page that is mapped (or claimed), or an unmap of one that is not
+//! mapped (or is being cleared), is refused, but two requests for the same
+//! page at the same instant — two owners of one IOVA, the caller's bug —
+//! are not guaranteed to be caught, as in a driver's page-table code.
 
 use super::Perm;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
@@ -189,13 +196,17 @@ impl PageTable {
     /// each only if it is clear. If one is not (another thread mapped it
     /// since the caller checked), nothing is mapped and that page is
     /// returned. A multi-page range is first claimed PTE by PTE with a
-    /// pending mark the device does not see as present, then published.
+    /// pending mark the device does not see as present, then published; a
+    /// single page is checked and stored (see the module docs).
     pub fn map(&self, vpns: std::ops::Range<u64>, ppn: u64, perm: Perm) -> Result<(), u64> {
         let start = vpns.start;
         let pte = |vpn: u64| Pte { ppn: ppn + (vpn - start), perm }.encode();
         if vpns.end - start == 1 {
             let s = self.slot_or_make(start);
-            s.compare_exchange(0, pte(start), Ordering::Release, Ordering::Relaxed).map_err(|_| start)?;
+            if s.load(Ordering::Relaxed) != 0 {
+                return Err(start);
+            }
+            s.store(pte(start), Ordering::Release);
             return Ok(());
         }
         for vpn in vpns.clone() {
@@ -217,9 +228,19 @@ impl PageTable {
     /// (another thread unmapped it since the caller checked), nothing is
     /// unmapped and that page is returned. A multi-page range is first
     /// claimed PTE by PTE with a clearing mark (the PTE stays present for
-    /// the device meanwhile), then cleared.
+    /// the device meanwhile), then cleared; a single page is checked and
+    /// cleared (see the module docs).
     pub fn unmap(&self, vpns: std::ops::Range<u64>) -> Result<(), u64> {
         let start = vpns.start;
+        if vpns.end - start == 1 {
+            let s = self.slot(start).ok_or(start)?;
+            let raw = s.load(Ordering::Relaxed);
+            if raw & PRESENT == 0 || raw & CLEARING != 0 {
+                return Err(start);
+            }
+            s.store(0, Ordering::Release);
+            return Ok(());
+        }
         // Swaps a present, unclaimed PTE for `to(old)`.
         let claim = |vpn: u64, to: fn(u64) -> u64| -> bool {
             let Some(l) = self.leaf(vpn) else { return false };
@@ -229,9 +250,6 @@ impl PageTable {
                 && raw & CLEARING == 0
                 && s.compare_exchange(raw, to(raw), Ordering::AcqRel, Ordering::Relaxed).is_ok()
         };
-        if vpns.end - start == 1 {
-            return if claim(start, |_| 0) { Ok(()) } else { Err(start) };
-        }
         for vpn in vpns.clone() {
             if !claim(vpn, |raw| raw | CLEARING) {
                 for undo in start..vpn {
