@@ -7,9 +7,10 @@
 //! so that what differs is the allocator alone.
 //!
 //! [`bound`] works out, from measurements of the same run, the most the
-//! 8-thread ratio can be on this machine (`dma.magazine_vs_lock_8t_bound`)
-//! and where a magazine pair's time goes (lab IOMMU, allocator, the rest of
-//! the domain); see [`Bound`] for how.
+//! 8-thread ratio can be on this machine (`dma.magazine_vs_lock_8t_bound`),
+//! where a magazine pair's time goes (lab IOMMU, allocator, the rest of the
+//! domain) and how fast a pair would have to be for the ratio to reach 10;
+//! see [`Bound`] for how.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -23,16 +24,26 @@ use wirespeed_time::now;
 
 use crate::stats::median;
 
-/// One measured window: how many pairs all threads completed, and in how long.
+/// One measured window: how many pairs all threads completed, in how long,
+/// and how many lazy flushes (`invalidate_all`s) the domain issued meanwhile.
 #[derive(Clone, Copy, Debug)]
 pub struct Window {
     pub pairs: u64,
     pub elapsed_ns: u64,
+    pub invalidate_alls: u64,
 }
 
 impl Window {
     pub fn pairs_per_s(&self) -> f64 {
         self.pairs as f64 * 1e9 / self.elapsed_ns.max(1) as f64
+    }
+
+    /// CPU time per pair spent in the flushes' invalidation waits, ns, when
+    /// one `invalidate_all` makes its caller wait `invalidate_all_ns`. A
+    /// flush frees every thread's queued ranges (as Linux's flush counter
+    /// does), so the more threads unmap, the fewer flushes per pair.
+    pub fn flush_wait_ns_per_pair(&self, invalidate_all_ns: u64) -> f64 {
+        self.invalidate_alls as f64 * invalidate_all_ns as f64 / self.pairs.max(1) as f64
     }
 }
 
@@ -88,11 +99,13 @@ pub fn window(
         }
     }
     let elapsed_ns = now().ns_since(t0);
+    // Before the closing flush: the threads' exits flushed what they had queued, within the window.
+    let invalidate_alls = domain.stats().invalidate_alls;
     domain.flush();
     if let Some(e) = first_error {
         return Err(e);
     }
-    Ok(Window { pairs: total.load(Ordering::Relaxed), elapsed_ns })
+    Ok(Window { pairs: total.load(Ordering::Relaxed), elapsed_ns, invalidate_alls })
 }
 
 /// Pairs per second of both allocators at one thread count: medians of
@@ -102,6 +115,9 @@ pub struct ThreadPoint {
     pub threads: usize,
     pub magazines_per_s: f64,
     pub global_lock_per_s: f64,
+    /// The magazine windows' flush wait per pair, ns (median; see
+    /// [`Window::flush_wait_ns_per_pair`]).
+    pub magazines_flush_wait_ns: f64,
 }
 
 impl ThreadPoint {
@@ -110,22 +126,31 @@ impl ThreadPoint {
     }
 }
 
-/// Measures every thread count in `threads`, both allocators interleaved.
+/// Measures every thread count in `threads`, both allocators interleaved;
+/// `invalidate_all_ns` is what one flush makes its caller wait on `hw`.
 pub fn run(
     hw: &Arc<dyn IommuHw>,
     mode: IommuMode,
+    invalidate_all_ns: u64,
     threads: &[usize],
     rounds: u32,
     win: Duration,
 ) -> Result<Vec<ThreadPoint>, String> {
     let mut points = Vec::new();
     for &t in threads {
-        let (mut mag, mut lock) = (Vec::new(), Vec::new());
+        let (mut mag, mut lock, mut wait) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..rounds {
-            mag.push(window(hw, mode, AllocatorKind::Magazines, t, win)?.pairs_per_s());
+            let m = window(hw, mode, AllocatorKind::Magazines, t, win)?;
+            mag.push(m.pairs_per_s());
+            wait.push(m.flush_wait_ns_per_pair(invalidate_all_ns));
             lock.push(window(hw, mode, AllocatorKind::GlobalLock, t, win)?.pairs_per_s());
         }
-        points.push(ThreadPoint { threads: t, magazines_per_s: median(&mag), global_lock_per_s: median(&lock) });
+        points.push(ThreadPoint {
+            threads: t,
+            magazines_per_s: median(&mag),
+            global_lock_per_s: median(&lock),
+            magazines_flush_wait_ns: median(&wait),
+        });
     }
     Ok(points)
 }
@@ -169,20 +194,29 @@ fn allocator_alone(a: &dyn IovaAllocator, win: Duration) -> Result<f64, String> 
 /// of the same run.
 ///
 /// The magazine path takes no contended lock, so at best its threads scale
-/// perfectly over the CPUs they can use: with `T` threads on `C` CPUs at
-/// most `min(T, C)` × its one-thread rate. Hence
+/// perfectly over the CPUs they can use: with `T` threads on `C` CPUs, each
+/// CPU completes pairs at the one-thread rate at most — except for the lazy
+/// flushes. One `invalidate_all` makes its caller wait (the lab's
+/// `invalidate_all_ns`) and frees every thread's queued ranges, so with more
+/// threads there are fewer flushes per pair: the one-thread pair, its flush
+/// wait (`flush_wait_1t_ns`) replaced by the `T`-thread windows' own
+/// (`flush_wait_ns`), is the least a pair can cost a CPU at `T` threads:
 ///
-/// `bound = min(T, C) × magazines_1t_per_s / global_lock_per_s(T)`
+/// `cpu_pair_ns = pair_ns − flush_wait_1t_ns + flush_wait_ns`
+/// `bound = min(T, C) × 1e9 / cpu_pair_ns / global_lock_per_s(T)`
 ///
-/// (`bound` below; the measured ratio cannot exceed it). The rest says why
-/// it is what it is: per one-thread map+unmap pair on magazines, `lab_ns`
-/// is what the lab IOMMU costs (PTE writes, settle/forget, the amortized
-/// `invalidate_all` of the lazy flushes: the pair on the lab minus the pair
-/// on [`NoopIommu`]), `allocator_ns` the magazine allocator alone (one
-/// thread's alloc+free with no domain), `domain_ns` the rest (the lazy flush
-/// queue, per-thread slot and counters, sync); and `zero_allocator_bound`
-/// the bound if the magazine allocator cost nothing at all:
-/// `min(T, C) × 1e9 / (pair_ns − allocator_ns) / global_lock_per_s(T)`.
+/// (`bound` below; the measured ratio cannot exceed it but by the noise
+/// between windows). `pair_ns_for_10` is the `cpu_pair_ns` at which the
+/// bound would be 10: `min(T, C) × 1e9 / (10 × global_lock_per_s(T))`.
+///
+/// The rest says why a pair costs what it does: per one-thread map+unmap
+/// pair on magazines, `lab_ns` is what the lab IOMMU costs (PTE writes,
+/// settle/forget, the flush waits: the pair on the lab minus the pair on
+/// [`NoopIommu`]), `allocator_ns` the magazine allocator alone (one thread's
+/// alloc+free with no domain), `domain_ns` the rest (the lazy flush queue,
+/// per-thread slot and counters, sync); and `zero_allocator_bound` the bound
+/// if the magazine allocator cost nothing at all:
+/// `min(T, C) × 1e9 / (cpu_pair_ns − allocator_ns) / global_lock_per_s(T)`.
 #[derive(Clone, Debug)]
 pub struct Bound {
     /// Thread count `T` the bound is for.
@@ -201,6 +235,14 @@ pub struct Bound {
     pub allocator_ns: f64,
     /// Of which the rest of the domain (flush queue, slots, counters).
     pub domain_ns: f64,
+    /// The flush wait per pair with 1 thread, ns (part of `lab_ns`).
+    pub flush_wait_1t_ns: f64,
+    /// The flush wait per pair with `T` threads, ns.
+    pub flush_wait_ns: f64,
+    /// The least a pair can cost a CPU at `T` threads, ns.
+    pub cpu_pair_ns: f64,
+    /// The `cpu_pair_ns` at which the bound would reach 10.
+    pub pair_ns_for_10: f64,
     /// The global-lock allocator's alloc+free alone, 1 thread, ns.
     pub global_lock_allocator_ns: f64,
     /// Global lock, 1 thread, on [`NoopIommu`] (pairs/s): the allocator
@@ -220,6 +262,7 @@ pub struct Bound {
 pub fn bound(
     hw: &Arc<dyn IommuHw>,
     mode: IommuMode,
+    invalidate_all_ns: u64,
     points: &[ThreadPoint],
     threads: usize,
     rounds: u32,
@@ -228,7 +271,7 @@ pub fn bound(
     let at = |t: usize| -> Result<ThreadPoint, String> {
         match points.iter().find(|p| p.threads == t) {
             Some(p) => Ok(p.clone()),
-            None => Ok(run(hw, mode, &[t], rounds, win)?.remove(0)),
+            None => Ok(run(hw, mode, invalidate_all_ns, &[t], rounds, win)?.remove(0)),
         }
     };
     let (one, many) = (at(1)?, at(threads)?);
@@ -244,25 +287,88 @@ pub fn bound(
         lock_alone.push(allocator_alone(&g, win)?);
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let scale = threads.min(cpus) as f64;
-    let ns = |per_s: f64| 1e9 / per_s.max(f64::MIN_POSITIVE);
-    let pair_ns = ns(one.magazines_per_s);
-    let noop_pair_ns = ns(median(&mag_noop));
-    let allocator_ns = ns(median(&mag_alone));
-    let lock_rate = many.global_lock_per_s.max(f64::MIN_POSITIVE);
-    Ok(Bound {
+    Ok(Bound::from_parts(
         threads,
         cpus,
-        magazines_1t_per_s: one.magazines_per_s,
-        global_lock_per_s: many.global_lock_per_s,
-        pair_ns,
-        lab_ns: (pair_ns - noop_pair_ns).max(0.0),
-        allocator_ns,
-        domain_ns: (noop_pair_ns - allocator_ns).max(0.0),
-        global_lock_allocator_ns: ns(median(&lock_alone)),
-        global_lock_noop_1t_per_s: median(&lock_noop),
-        magazines_noop_1t_per_s: median(&mag_noop),
-        bound: scale * one.magazines_per_s / lock_rate,
-        zero_allocator_bound: scale * 1e9 / (pair_ns - allocator_ns).max(1.0) / lock_rate,
-    })
+        &one,
+        &many,
+        median(&mag_noop),
+        median(&lock_noop),
+        median(&mag_alone),
+        median(&lock_alone),
+    ))
+}
+
+impl Bound {
+    /// The bound from its measured parts (rates in pairs/s).
+    #[allow(clippy::too_many_arguments)]
+    fn from_parts(
+        threads: usize,
+        cpus: usize,
+        one: &ThreadPoint,
+        many: &ThreadPoint,
+        magazines_noop_1t_per_s: f64,
+        global_lock_noop_1t_per_s: f64,
+        magazine_allocator_per_s: f64,
+        global_lock_allocator_per_s: f64,
+    ) -> Bound {
+        let scale = threads.min(cpus) as f64;
+        let ns = |per_s: f64| 1e9 / per_s.max(f64::MIN_POSITIVE);
+        let pair_ns = ns(one.magazines_per_s);
+        let noop_pair_ns = ns(magazines_noop_1t_per_s);
+        let allocator_ns = ns(magazine_allocator_per_s);
+        let lock_rate = many.global_lock_per_s.max(f64::MIN_POSITIVE);
+        let cpu_pair_ns = (pair_ns - one.magazines_flush_wait_ns + many.magazines_flush_wait_ns).max(1.0);
+        Bound {
+            threads,
+            cpus,
+            magazines_1t_per_s: one.magazines_per_s,
+            global_lock_per_s: many.global_lock_per_s,
+            pair_ns,
+            lab_ns: (pair_ns - noop_pair_ns).max(0.0),
+            allocator_ns,
+            domain_ns: (noop_pair_ns - allocator_ns).max(0.0),
+            flush_wait_1t_ns: one.magazines_flush_wait_ns,
+            flush_wait_ns: many.magazines_flush_wait_ns,
+            cpu_pair_ns,
+            pair_ns_for_10: scale * 1e9 / (10.0 * lock_rate),
+            global_lock_allocator_ns: ns(global_lock_allocator_per_s),
+            global_lock_noop_1t_per_s,
+            magazines_noop_1t_per_s,
+            bound: scale * 1e9 / cpu_pair_ns / lock_rate,
+            zero_allocator_bound: scale * 1e9 / (cpu_pair_ns - allocator_ns).max(1.0) / lock_rate,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(threads: usize, magazines_per_s: f64, global_lock_per_s: f64, wait: f64) -> ThreadPoint {
+        ThreadPoint { threads, magazines_per_s, global_lock_per_s, magazines_flush_wait_ns: wait }
+    }
+
+    #[test]
+    fn flush_wait_is_the_invalidation_time_spread_over_the_pairs() {
+        let w = Window { pairs: 1024, elapsed_ns: 1_000_000, invalidate_alls: 4 };
+        assert_eq!(w.flush_wait_ns_per_pair(4000), 15.625);
+        assert_eq!(Window { pairs: 0, ..w }.flush_wait_ns_per_pair(4000), 16_000.0, "no division by zero");
+    }
+
+    #[test]
+    fn the_bound_swaps_the_one_thread_flush_wait_for_the_many_threads_one() {
+        // 1 thread: 100 ns a pair, 20 of them flush wait; 8 threads: 5 ns of
+        // flush wait a pair, the lock at 2 M/s; 2 CPUs.
+        let b = Bound::from_parts(8, 2, &point(1, 1e7, 5e6, 20.0), &point(8, 1.6e7, 2e6, 5.0), 2e7, 1e7, 5e7, 2.5e7);
+        assert_eq!((b.pair_ns, b.cpu_pair_ns, b.flush_wait_1t_ns, b.flush_wait_ns), (100.0, 85.0, 20.0, 5.0));
+        assert!((b.bound - 2e9 / 85.0 / 2e6).abs() < 1e-9, "{b:?}");
+        assert!((b.pair_ns_for_10 - 100.0).abs() < 1e-9, "{b:?}");
+        assert!((b.zero_allocator_bound - 2e9 / 65.0 / 2e6).abs() < 1e-9, "{b:?}");
+        assert_eq!((b.lab_ns, b.allocator_ns, b.domain_ns), (50.0, 20.0, 30.0));
+        // One CPU: threads cannot scale past it.
+        let one_cpu =
+            Bound::from_parts(8, 1, &point(1, 1e7, 5e6, 20.0), &point(8, 1.6e7, 2e6, 5.0), 2e7, 1e7, 5e7, 2.5e7);
+        assert!((one_cpu.bound * 2.0 - b.bound).abs() < 1e-9);
+    }
 }

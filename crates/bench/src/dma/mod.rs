@@ -112,11 +112,13 @@ pub struct DmaReport {
 pub fn run(o: &DmaOptions) -> Result<DmaReport, String> {
     o.check()?;
     let lab = Lab::try_new(LabConfig::default()).map_err(|e| e.to_string())?;
-    let iommu = lab.iommu(IommuConfig::default()).map_err(|e| e.to_string())?;
+    let config = IommuConfig::default();
+    let flush_ns = config.invalidate_all_ns;
+    let iommu = lab.iommu(config).map_err(|e| e.to_string())?;
     let hw: Arc<dyn IommuHw> = Arc::new(LabIommu::new(iommu));
-    let mapping = mapping::run(&hw, IommuMode::Lazy, &o.threads, o.rounds, o.window)?;
+    let mapping = mapping::run(&hw, IommuMode::Lazy, flush_ns, &o.threads, o.rounds, o.window)?;
     let bound = if o.threads.contains(&8) {
-        Some(mapping::bound(&hw, IommuMode::Lazy, &mapping, 8, o.rounds, o.window)?)
+        Some(mapping::bound(&hw, IommuMode::Lazy, flush_ns, &mapping, 8, o.rounds, o.window)?)
     } else {
         None
     };
@@ -139,6 +141,7 @@ impl DmaReport {
                 json!({
                     "threads": p.threads,
                     "magazines_pairs_per_s": round(p.magazines_per_s, 0),
+                    "magazines_flush_wait_ns_per_pair": round(p.magazines_flush_wait_ns, 2),
                     "global_lock_pairs_per_s": round(p.global_lock_per_s, 0),
                     "magazine_vs_lock": round(p.ratio(), 3),
                 })
@@ -164,6 +167,10 @@ impl DmaReport {
                     "lab_ns": round(b.lab_ns, 1),
                     "allocator_ns": round(b.allocator_ns, 1),
                     "domain_ns": round(b.domain_ns, 1),
+                    "flush_wait_1t_ns": round(b.flush_wait_1t_ns, 1),
+                    "flush_wait_8t_ns": round(b.flush_wait_ns, 1),
+                    "cpu_pair_ns": round(b.cpu_pair_ns, 1),
+                    "pair_ns_for_10": round(b.pair_ns_for_10, 1),
                     "global_lock_allocator_ns": round(b.global_lock_allocator_ns, 1),
                     "magazines_noop_1t_pairs_per_s": round(b.magazines_noop_1t_per_s, 0),
                     "global_lock_noop_1t_pairs_per_s": round(b.global_lock_noop_1t_per_s, 0),
@@ -203,12 +210,16 @@ impl DmaReport {
         out += &t.render();
         if let Some(b) = &self.bound {
             out += &format!(
-                "8-thread ratio bound on {} CPUs: {:.2} (magazines' 1-thread rate × {} ÷ the global lock's 8-thread rate); one magazine pair {:.1} ns = lab {:.1} + allocator {:.1} + domain {:.1}\n",
+                "8-thread ratio bound on {} CPUs: {:.2} ({} CPUs at one pair per {:.1} ns each ÷ the global lock's 8-thread rate; 10 needs {:.1} ns); one magazine pair (1 thread) {:.1} ns = lab {:.1} (of which flush wait {:.1}; {:.1} at 8 threads) + allocator {:.1} + domain {:.1}\n",
                 b.cpus,
                 b.bound,
                 b.cpus.min(8),
+                b.cpu_pair_ns,
+                b.pair_ns_for_10,
                 b.pair_ns,
                 b.lab_ns,
+                b.flush_wait_1t_ns,
+                b.flush_wait_ns,
                 b.allocator_ns,
                 b.domain_ns
             );
