@@ -287,31 +287,35 @@ pub fn bound(
         lock_alone.push(allocator_alone(&g, win)?);
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    Ok(Bound::from_parts(
-        threads,
-        cpus,
-        &one,
-        &many,
-        median(&mag_noop),
-        median(&lock_noop),
-        median(&mag_alone),
-        median(&lock_alone),
-    ))
+    let apart = Apart {
+        magazines_noop_1t_per_s: median(&mag_noop),
+        global_lock_noop_1t_per_s: median(&lock_noop),
+        magazine_allocator_per_s: median(&mag_alone),
+        global_lock_allocator_per_s: median(&lock_alone),
+    };
+    Ok(Bound::from_parts(threads, cpus, &one, &many, &apart))
+}
+
+/// One-thread rates measured without the lab (pairs/s): the domain on
+/// [`NoopIommu`], and each allocator alone.
+#[derive(Clone, Copy)]
+struct Apart {
+    magazines_noop_1t_per_s: f64,
+    global_lock_noop_1t_per_s: f64,
+    magazine_allocator_per_s: f64,
+    global_lock_allocator_per_s: f64,
 }
 
 impl Bound {
-    /// The bound from its measured parts (rates in pairs/s).
-    #[allow(clippy::too_many_arguments)]
-    fn from_parts(
-        threads: usize,
-        cpus: usize,
-        one: &ThreadPoint,
-        many: &ThreadPoint,
-        magazines_noop_1t_per_s: f64,
-        global_lock_noop_1t_per_s: f64,
-        magazine_allocator_per_s: f64,
-        global_lock_allocator_per_s: f64,
-    ) -> Bound {
+    /// The bound at `threads` threads on `cpus` CPUs from the mapping run's
+    /// 1-thread and `threads` points and the rates measured `apart`.
+    fn from_parts(threads: usize, cpus: usize, one: &ThreadPoint, many: &ThreadPoint, apart: &Apart) -> Bound {
+        let Apart {
+            magazines_noop_1t_per_s,
+            global_lock_noop_1t_per_s,
+            magazine_allocator_per_s,
+            global_lock_allocator_per_s,
+        } = *apart;
         let scale = threads.min(cpus) as f64;
         let ns = |per_s: f64| 1e9 / per_s.max(f64::MIN_POSITIVE);
         let pair_ns = ns(one.magazines_per_s);
@@ -360,15 +364,21 @@ mod tests {
     fn the_bound_swaps_the_one_thread_flush_wait_for_the_many_threads_one() {
         // 1 thread: 100 ns a pair, 20 of them flush wait; 8 threads: 5 ns of
         // flush wait a pair, the lock at 2 M/s; 2 CPUs.
-        let b = Bound::from_parts(8, 2, &point(1, 1e7, 5e6, 20.0), &point(8, 1.6e7, 2e6, 5.0), 2e7, 1e7, 5e7, 2.5e7);
+        let apart = Apart {
+            magazines_noop_1t_per_s: 2e7,
+            global_lock_noop_1t_per_s: 1e7,
+            magazine_allocator_per_s: 5e7,
+            global_lock_allocator_per_s: 2.5e7,
+        };
+        let (one, many) = (point(1, 1e7, 5e6, 20.0), point(8, 1.6e7, 2e6, 5.0));
+        let b = Bound::from_parts(8, 2, &one, &many, &apart);
         assert_eq!((b.pair_ns, b.cpu_pair_ns, b.flush_wait_1t_ns, b.flush_wait_ns), (100.0, 85.0, 20.0, 5.0));
         assert!((b.bound - 2e9 / 85.0 / 2e6).abs() < 1e-9, "{b:?}");
         assert!((b.pair_ns_for_10 - 100.0).abs() < 1e-9, "{b:?}");
         assert!((b.zero_allocator_bound - 2e9 / 65.0 / 2e6).abs() < 1e-9, "{b:?}");
         assert_eq!((b.lab_ns, b.allocator_ns, b.domain_ns), (50.0, 20.0, 30.0));
         // One CPU: threads cannot scale past it.
-        let one_cpu =
-            Bound::from_parts(8, 1, &point(1, 1e7, 5e6, 20.0), &point(8, 1.6e7, 2e6, 5.0), 2e7, 1e7, 5e7, 2.5e7);
+        let one_cpu = Bound::from_parts(8, 1, &one, &many, &apart);
         assert!((one_cpu.bound * 2.0 - b.bound).abs() < 1e-9);
     }
 }
