@@ -6,9 +6,10 @@
 //! allocated on first use and installed with one compare-and-swap, and a
 //! single page's PTE is checked and then written or cleared with one 64-bit
 //! store, as a driver's page-table code does (Linux's io-pgtable-arm:
-//! `-EEXIST` for a present entry, then the write). No lock and no
-//! read-modify-write is taken, so threads mapping different pages never
-//! wait for one another (seed 003: "a single 64-bit write of the PTE").
+//! `-EEXIST` for a present entry, then the write). No lock is taken, and a
+//! single page takes no read-modify-write, so threads mapping different
+//! pages never wait for one another (seed 003: "a single 64-bit write of
+//! the PTE").
 //! Tables stay allocated
 //! until the IOMMU is dropped (Linux also keeps a domain's page-table pages).
 //! The walk through the upper levels costs the device
@@ -232,37 +233,35 @@ impl PageTable {
     /// cleared (see the module docs).
     pub fn unmap(&self, vpns: std::ops::Range<u64>) -> Result<(), u64> {
         let start = vpns.start;
+        // Present, and not being cleared by a multi-page unmap.
+        let unmappable = |raw: u64| raw & PRESENT != 0 && raw & CLEARING == 0;
         if vpns.end - start == 1 {
             let s = self.slot(start).ok_or(start)?;
-            let raw = s.load(Ordering::Relaxed);
-            if raw & PRESENT == 0 || raw & CLEARING != 0 {
+            if !unmappable(s.load(Ordering::Relaxed)) {
                 return Err(start);
             }
             s.store(0, Ordering::Release);
             return Ok(());
         }
-        // Swaps a present, unclaimed PTE for `to(old)`.
-        let claim = |vpn: u64, to: fn(u64) -> u64| -> bool {
-            let Some(l) = self.leaf(vpn) else { return false };
-            let s = &l.ptes[(vpn & MASK) as usize];
+        // Marks an unmappable PTE as being cleared.
+        let claim = |vpn: u64| -> bool {
+            let Some(s) = self.slot(vpn) else { return false };
             let raw = s.load(Ordering::Relaxed);
-            raw & PRESENT != 0
-                && raw & CLEARING == 0
-                && s.compare_exchange(raw, to(raw), Ordering::AcqRel, Ordering::Relaxed).is_ok()
+            unmappable(raw) && s.compare_exchange(raw, raw | CLEARING, Ordering::AcqRel, Ordering::Relaxed).is_ok()
         };
         for vpn in vpns.clone() {
-            if !claim(vpn, |raw| raw | CLEARING) {
+            if !claim(vpn) {
                 for undo in start..vpn {
-                    if let Some(l) = self.leaf(undo) {
-                        l.ptes[(undo & MASK) as usize].fetch_and(!CLEARING, Ordering::Release);
+                    if let Some(s) = self.slot(undo) {
+                        s.fetch_and(!CLEARING, Ordering::Release);
                     }
                 }
                 return Err(vpn);
             }
         }
         for vpn in vpns {
-            if let Some(l) = self.leaf(vpn) {
-                l.ptes[(vpn & MASK) as usize].store(0, Ordering::Release);
+            if let Some(s) = self.slot(vpn) {
+                s.store(0, Ordering::Release);
             }
         }
         Ok(())

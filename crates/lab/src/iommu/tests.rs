@@ -103,6 +103,10 @@ fn bad_ranges_are_refused_with_what_is_allowed_and_change_nothing() {
         // Overlaps the second page of the existing mapping.
         (map(IOVA - 4096, 0x7100_0000, 3 * 4096, Perm::READ), IommuError::AlreadyMapped { iova: IOVA }),
         (mmu.unmap(IOVA, 3 * 4096), IommuError::NotMapped { iova: IOVA + 2 * 4096 }),
+        // A single page takes the table's own check: mapped, not mapped, no table yet.
+        (map(IOVA + 4096, 0x7100_0000, 4096, Perm::READ), IommuError::AlreadyMapped { iova: IOVA + 4096 }),
+        (mmu.unmap(IOVA + 2 * 4096, 4096), IommuError::NotMapped { iova: IOVA + 2 * 4096 }),
+        (mmu.unmap(0x4000_0000, 4096), IommuError::NotMapped { iova: 0x4000_0000 }),
         (mmu.unmap(IOVA + 1, 4096), IommuError::Misaligned { what: "iova", addr: IOVA + 1 }),
         (mmu.unmap(IOVA, 4095), IommuError::BadLength { len: 4095 }),
     ];
