@@ -15,6 +15,7 @@
 
 pub use wirespeed_time as time;
 
+mod asym_fence;
 pub mod backend;
 pub mod delay;
 pub mod dma;

@@ -13,7 +13,7 @@
 use super::buffer::DmaBuffer;
 use super::config::{AllocatorKind, DomainConfig, IommuMode};
 use super::error::{DmaError, UnmapError};
-use super::flush_queue::{Entry, FlushQueue, Keep};
+use super::flush_queue::{FlushQueue, Keep};
 use super::flusher::{FlushTarget, Flusher};
 use super::hw::{Direction, IommuHw};
 use super::iova::{GlobalLockAllocator, IovaAllocator, IovaStats, MagazineAllocator};
@@ -183,9 +183,9 @@ impl Inner {
         bump(&self.shared.invalidate_alls);
     }
 
-    fn free_entry(&self, e: Entry) {
-        self.iova.free(e.iova, e.pages);
-        drop(e.keep); // the memory may go now: no translation of it is left
+    fn free_now(&self, iova: u64, pages: u64, keep: Keep) {
+        self.iova.free(iova, pages);
+        drop(keep); // the memory may go now: no translation of it is left
     }
 
     /// Frees the entries of `q` a finished flush covers (one batch).
@@ -195,9 +195,9 @@ impl Inner {
             return;
         }
         self.iova.free_many(|free| {
-            q.pop_done(finished, |e| {
-                free(e.iova, e.pages);
-                drop(e.keep); // the memory may go now: no translation of it is left
+            q.pop_done(finished, |iova, pages, keep| {
+                free(iova, pages);
+                drop(keep); // the memory may go now: no translation of it is left
             })
         });
     }
@@ -236,31 +236,31 @@ impl Inner {
 
     /// Lazy unmap, after the PTEs were cleared: queue the range (and count the unmap).
     fn enqueue(&self, hw: &dyn IommuHw, iova: u64, pages: u64, keep: Keep) {
-        let mut entry = Some(Entry { iova, pages, gen: 0, keep });
+        let mut keep = Some(keep);
         let arm = self.with_slot(|slot| {
             bump_own(&slot.counters.unmaps);
-            let mut q = slot.fq.lock();
+            // SAFETY: `with_slot` hands this thread its own slot, and nothing
+            // under this lock takes it again.
+            let mut q = unsafe { slot.fq.lock_own() };
             self.free_done(&mut q);
             if q.is_full() {
                 self.flush_hw(hw);
                 bump(&self.shared.flushes);
                 self.free_done(&mut q);
             }
-            let mut e = entry.take()?;
-            e.gen = self.flush_started.load(Ordering::SeqCst);
-            q.push(e);
-            let f = self.flusher.as_ref()?;
+            q.push(iova, pages, self.flush_started.load(Ordering::SeqCst), keep.take().unwrap_or(Keep::Nothing));
+            let Some(f) = &self.flusher else { return false };
             // Read under the queue lock (see flusher.rs).
-            Some(!f.armed.load(Ordering::Relaxed) && !f.armed.swap(true, Ordering::AcqRel))
+            !f.armed.load(Ordering::Relaxed) && !f.armed.swap(true, Ordering::AcqRel)
         });
-        if let Some(e) = entry {
+        if let Some(keep) = keep {
             // No thread-local queue (the thread is exiting): flush now.
             bump(&self.shared.unmaps);
             self.flush_hw(hw);
             bump(&self.shared.flushes);
-            self.free_entry(e);
+            self.free_now(iova, pages, keep);
         }
-        if arm == Some(Some(true)) {
+        if arm == Some(true) {
             if let Some(f) = &self.flusher {
                 if !f.arm(self.me.clone()) {
                     // No timer thread: nothing may wait unbounded.
@@ -388,6 +388,7 @@ impl DmaDomain {
     /// returned — and, in [`IommuMode::Lazy`], until the flush after it (see
     /// the lazy window there) if the device may misbehave. While the device
     /// may write it, no Rust reference may hold it.
+    #[inline]
     pub unsafe fn map_raw(&self, phys: u64, len: usize, dir: Direction) -> Result<RawMapping, DmaError> {
         let i = &self.inner;
         let (page_phys, pages) = span(phys, len)?;
@@ -425,6 +426,7 @@ impl DmaDomain {
     /// cleared, IOTLB invalidated, IOVA freed before this returns; lazy: PTEs
     /// cleared, the rest queued. A mapping of another domain is handed back
     /// unchanged in the error.
+    #[inline]
     pub fn unmap_raw(&self, m: RawMapping) -> Result<(), UnmapError> {
         if m.domain() != self.inner.id {
             let error = DmaError::WrongDomain { mapping_domain: m.domain(), domain: self.inner.id };

@@ -8,7 +8,6 @@
 //! when the thread first unmaps in the domain, and never grows.
 
 use super::buffer::Region;
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Memory an entry keeps allocated until its flush (buffers the device
@@ -25,53 +24,106 @@ pub(crate) enum Keep {
 }
 
 #[derive(Debug)]
-pub(crate) struct Entry {
-    pub(crate) iova: u64,
-    pub(crate) pages: u64,
-    pub(crate) gen: u64,
-    pub(crate) keep: Keep,
+struct Entry {
+    iova: u64,
+    pages: u64,
+    gen: u64,
+    keep: Keep,
 }
 
+/// A ring of `cap` entries, allocated whole at creation (an empty place holds
+/// `Keep::Nothing`). An entry is written into its place field by field: built
+/// whole on the stack and copied in, its 8-byte field stores stalled the
+/// 16-byte loads of the copy (store-to-load forwarding; measured with `perf`).
 #[derive(Debug)]
 pub(crate) struct FlushQueue {
-    ring: VecDeque<Entry>,
-    cap: usize,
+    ring: Box<[Entry]>,
+    head: usize,
+    len: usize,
 }
 
 impl FlushQueue {
     pub(crate) fn new(cap: usize) -> FlushQueue {
-        FlushQueue { ring: VecDeque::with_capacity(cap), cap }
+        let empty = || Entry { iova: 0, pages: 0, gen: 0, keep: Keep::Nothing };
+        FlushQueue { ring: (0..cap).map(|_| empty()).collect(), head: 0, len: 0 }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.ring.len()
+        self.len
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.ring.is_empty()
+        self.len == 0
     }
 
     pub(crate) fn is_full(&self) -> bool {
-        self.ring.len() >= self.cap
+        self.len >= self.ring.len()
+    }
+
+    /// The place `i` entries after the head.
+    fn place(&self, i: usize) -> usize {
+        let at = self.head + i;
+        if at >= self.ring.len() {
+            at - self.ring.len()
+        } else {
+            at
+        }
     }
 
     /// Queues an entry (the caller made room: `!is_full()`).
-    pub(crate) fn push(&mut self, e: Entry) {
-        self.ring.push_back(e);
+    pub(crate) fn push(&mut self, iova: u64, pages: u64, gen: u64, keep: Keep) {
+        debug_assert!(!self.is_full());
+        let at = self.place(self.len);
+        let e = &mut self.ring[at];
+        e.iova = iova;
+        e.pages = pages;
+        e.gen = gen;
+        e.keep = keep;
+        self.len += 1;
     }
 
     /// Whether the oldest entry is covered by a finished flush (`gen < finished`).
     pub(crate) fn front_done(&self, finished: u64) -> bool {
-        self.ring.front().is_some_and(|e| e.gen < finished)
+        self.len > 0 && self.ring[self.head].gen < finished
     }
 
     /// Pops the entries a finished flush covers (`gen < finished`), oldest
-    /// first, handing each to `free`. Entries are queued in `gen` order.
-    pub(crate) fn pop_done(&mut self, finished: u64, mut free: impl FnMut(Entry)) {
-        while self.ring.front().is_some_and(|e| e.gen < finished) {
-            if let Some(e) = self.ring.pop_front() {
-                free(e);
-            }
+    /// first, handing each to `free` as `(iova, pages, keep)`. Entries are
+    /// queued in `gen` order.
+    pub(crate) fn pop_done(&mut self, finished: u64, mut free: impl FnMut(u64, u64, Keep)) {
+        while self.front_done(finished) {
+            let e = &mut self.ring[self.head];
+            let keep = std::mem::replace(&mut e.keep, Keep::Nothing);
+            let (iova, pages) = (e.iova, e.pages);
+            self.head = self.place(1);
+            self.len -= 1;
+            free(iova, pages, keep);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FlushQueue, Keep};
+
+    /// Entries leave in order, only once covered, across the ring's wrap.
+    #[test]
+    fn pops_covered_entries_in_order_across_the_wrap() {
+        let mut q = FlushQueue::new(3);
+        let mut out = Vec::new();
+        for round in 0..4u64 {
+            for i in 0..3 {
+                assert!(!q.is_full());
+                q.push(round * 10 + i, 1, round, Keep::Nothing);
+            }
+            assert!(q.is_full());
+            assert_eq!(q.len(), 3);
+            q.pop_done(round, |iova, _, _| out.push(iova));
+            assert_eq!(q.len(), 3, "entries of a flush that has not finished left the queue");
+            q.pop_done(round + 1, |iova, pages, _| out.push(iova * pages));
+            assert!(q.is_empty());
+        }
+        let want: Vec<u64> = (0..4).flat_map(|r| (0..3).map(move |i| r * 10 + i)).collect();
+        assert_eq!(out, want);
     }
 }

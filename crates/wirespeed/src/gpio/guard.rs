@@ -50,6 +50,7 @@
 //! it is `unsafe`).
 
 use super::sync::{fence, spin_wait, AtomicBool, AtomicU8, AtomicUsize, Ordering, UnsafeCell};
+use crate::asym_fence as asym;
 
 /// `state` bit: removal has begun; every new access fails.
 pub(crate) const REMOVING: u8 = 1;
@@ -299,76 +300,4 @@ impl AccessGuard for Unguarded {
 /// [`Revocable`] costs a compiler barrier (true) or a full fence (false).
 pub fn asymmetric_fence_available() -> bool {
     asym::light_is_enough()
-}
-
-/// The asymmetric fence pair.
-mod asym {
-    #[cfg(loom)]
-    pub fn light_is_enough() -> bool {
-        true
-    }
-
-    /// Accessor side. Under loom: a SeqCst fence (what membarrier guarantees).
-    #[cfg(loom)]
-    #[inline(always)]
-    pub fn light() {
-        loom::sync::atomic::fence(loom::sync::atomic::Ordering::SeqCst);
-    }
-
-    #[cfg(loom)]
-    pub fn heavy() {
-        loom::sync::atomic::fence(loom::sync::atomic::Ordering::SeqCst);
-    }
-
-    #[cfg(not(loom))]
-    use std::sync::atomic::{compiler_fence, fence, Ordering};
-    #[cfg(not(loom))]
-    use std::sync::OnceLock;
-
-    #[cfg(not(loom))]
-    const MEMBARRIER_CMD_QUERY: libc::c_long = 0;
-    #[cfg(not(loom))]
-    const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
-    #[cfg(not(loom))]
-    const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
-
-    #[cfg(not(loom))]
-    fn membarrier(cmd: libc::c_long) -> libc::c_long {
-        // SAFETY: membarrier takes plain integer arguments and touches no memory of ours.
-        unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_long, 0 as libc::c_long) }
-    }
-
-    /// Whether this process registered for private expedited membarrier
-    /// (once; the answer never changes afterwards).
-    #[cfg(not(loom))]
-    pub fn light_is_enough() -> bool {
-        static READY: OnceLock<bool> = OnceLock::new();
-        *READY.get_or_init(|| {
-            let cmds = membarrier(MEMBARRIER_CMD_QUERY);
-            cmds >= 0
-                && cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED != 0
-                && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
-        })
-    }
-
-    /// Accessor side: a compiler barrier (the CPU barrier is the remover's membarrier).
-    #[cfg(not(loom))]
-    #[inline(always)]
-    pub fn light() {
-        compiler_fence(Ordering::SeqCst);
-    }
-
-    /// Remover side: a full barrier on every CPU running this process.
-    /// Falls back to a local full fence, which is enough only for chips in
-    /// `HEAVY` mode — the only mode used when registration failed.
-    #[cfg(not(loom))]
-    pub fn heavy() {
-        fence(Ordering::SeqCst);
-        if light_is_enough() {
-            let r = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
-            // Registration succeeded, so the command cannot fail (EINTR is not a
-            // membarrier error); should it ever, nothing safe remains to do.
-            assert_eq!(r, 0, "membarrier failed after successful registration");
-        }
-    }
 }

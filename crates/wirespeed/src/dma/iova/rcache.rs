@@ -8,8 +8,9 @@
 //! that found the space exhausted, as Linux's `free_cpu_cached_iovas`) reaches
 //! into other threads' caches, and that is why it is a lock and not a
 //! `RefCell` — the same choice as Linux, whose per-CPU rcache has a spinlock
-//! that only its CPU takes in the common case. An uncontended lock/unlock is
-//! one compare-and-swap and one store on a cache line the thread owns.
+//! that only its CPU takes in the common case. The owning thread's side of
+//! the lock is two plain stores and a load on a cache line the thread owns
+//! (no locked instruction: see `slot_lock.rs`); the rare side pays a membarrier.
 //!
 //! A thread's slot is returned when the thread exits (full magazines to the
 //! depot, the rest to the global allocator). When the allocator is dropped,
@@ -123,7 +124,9 @@ impl MagazineAllocator {
                 lock_std(&shared.slots).push(slot.clone());
                 slot
             },
-            |slot: &Slot| f(&mut slot.classes.lock()),
+            // SAFETY: `per_thread::with` hands this thread its own slot, and
+            // nothing under this lock takes it again.
+            |slot: &Slot| f(&mut *unsafe { slot.classes.lock_own() }),
         )
     }
 
