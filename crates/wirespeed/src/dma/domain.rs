@@ -64,6 +64,15 @@ impl Iova {
         }
     }
 
+    /// As `free_many`, but straight into the global allocator (one lock)
+    /// for both kinds: for a flush of every thread's queue.
+    fn free_to_global(&self, f: impl FnOnce(&mut dyn FnMut(u64, u64))) {
+        match self {
+            Iova::Magazines(a) => a.free_to_global(f),
+            Iova::Global(a) => a.free_with(f),
+        }
+    }
+
     fn global(&self) -> &GlobalLockAllocator {
         match self {
             Iova::Magazines(a) => a.global(),
@@ -212,8 +221,21 @@ impl Inner {
         }
         self.flush_hw(hw);
         bump(&self.shared.flushes);
+        // Into the global allocator, not this thread's magazines: a thread's
+        // IOVAs stay on PTE lines no other thread writes (see `PTE_LINE_PAGES`).
+        // Lock order as on the unmap path: a queue, then the global allocator.
+        let finished = self.flush_finished.load(Ordering::SeqCst);
         for s in reg.iter() {
-            self.free_done(&mut s.fq.lock());
+            let mut q = s.fq.lock();
+            if !q.front_done(finished) {
+                continue;
+            }
+            self.iova.free_to_global(|free| {
+                q.pop_done(finished, |iova, pages, keep| {
+                    free(iova, pages);
+                    drop(keep); // the memory may go now: no translation of it is left
+                })
+            });
         }
         true
     }

@@ -19,10 +19,10 @@ use crate::sync::{thread, Arc};
 
 const P: u64 = 4096;
 
-/// A cache (magazines of 2) whose `loaded` and `prev` are both full.
+/// A cache (magazines of 2) whose `loaded`, `prev` and `spare` are all full.
 fn full_cache(global: &GlobalLockAllocator, depot: &Depot) -> ClassCache {
     let mut c = ClassCache::new(1, 2);
-    for _ in 0..4 {
+    for _ in 0..6 {
         let iova = global.alloc(1).expect("space for the setup");
         c.free(iova, depot, global);
     }
@@ -48,13 +48,13 @@ fn assert_conserved(global: &GlobalLockAllocator, depot: &Depot, caches: &mut [C
 #[test]
 fn dma_loom_depot_hands_a_full_magazine_to_another_thread() {
     loom::model(|| {
-        let global = Arc::new(GlobalLockAllocator::new(P, 9 * P).unwrap());
+        let global = Arc::new(GlobalLockAllocator::new(P, 11 * P).unwrap());
         let depot = Arc::new(Depot::new(1));
         let mut a = full_cache(&global, &depot);
         let extra = global.alloc(1).unwrap();
         let (g, d) = (global.clone(), depot.clone());
         let ta = thread::spawn(move || {
-            a.free(extra, &d, &g); // loaded and prev full: loaded goes to the depot
+            a.free(extra, &d, &g); // every magazine full: loaded goes to the depot
             a
         });
         let (g, d) = (global.clone(), depot.clone());

@@ -73,7 +73,7 @@ pub use error::{DmaError, IommuHwError, IommuHwErrorKind, UnmapError};
 pub use hw::{Direction, IommuHw, Perm};
 pub use iova::{
     GlobalLockAllocator, IovaAllocator, IovaStats, MagazineAllocator, DEPOT_MAX_MAGAZINES, MAGAZINE_SIZE,
-    MAX_CACHED_PAGES,
+    MAX_CACHED_PAGES, PTE_LINE_PAGES,
 };
 pub use mapping::{Mapping, RawMapping};
 pub use sg::{SgList, SgMapping};

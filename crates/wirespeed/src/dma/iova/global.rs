@@ -137,8 +137,23 @@ impl GlobalLockAllocator {
     }
 }
 
-impl IovaAllocator for GlobalLockAllocator {
-    fn alloc(&self, pages: u64) -> Option<u64> {
+impl GlobalLockAllocator {
+    /// `count` consecutive ranges of `pages` pages each, allocated as one
+    /// naturally aligned block and counted as `count` allocations: each is
+    /// freed on its own. (`pages * count` must be a power of two.)
+    pub(crate) fn alloc_run(&self, pages: u64, count: u64) -> Option<u64> {
+        self.alloc_block(pages.checked_mul(count)?, count)
+    }
+
+    /// Frees what `f` hands to the function it is given, under one lock
+    /// acquisition (for frees produced one by one, as a flush queue's).
+    pub(crate) fn free_with(&self, f: impl FnOnce(&mut dyn FnMut(u64, u64))) {
+        let mut g = lock(&self.inner);
+        f(&mut |iova, pages| self.free_locked(&mut g, iova, pages));
+    }
+
+    /// A block of `pages` pages, counted as `count` ranges handed out.
+    fn alloc_block(&self, pages: u64, count: u64) -> Option<u64> {
         if pages == 0 || pages > self.space_pages() {
             return None;
         }
@@ -159,10 +174,16 @@ impl IovaAllocator for GlobalLockAllocator {
         if start + size < e {
             g.free.insert(start + size, e);
         }
-        g.allocs += 1;
-        g.outstanding += 1;
+        g.allocs += count;
+        g.outstanding += count;
         g.outstanding_pages += pages;
         Some(start)
+    }
+}
+
+impl IovaAllocator for GlobalLockAllocator {
+    fn alloc(&self, pages: u64) -> Option<u64> {
+        self.alloc_block(pages, 1)
     }
 
     fn free(&self, iova: u64, pages: u64) {

@@ -8,7 +8,8 @@
 //!   free ranges — Linux's rbtree under one spinlock, the classic baseline.
 //! - [`MagazineAllocator`] (`rcache.rs`): Linux's iova rcache (Bonwick & Adams
 //!   magazines, Peleg et al. ATC'15): per-thread magazines (`magazine.rs`)
-//!   in front of a bounded depot (`depot.rs`) in front of the global allocator.
+//!   in front of a bounded depot (`depot.rs`) in front of the global
+//!   allocator, placed so that threads do not share PTE cache lines (`rcache.rs`).
 
 mod depot;
 mod global;
@@ -81,6 +82,11 @@ pub const MAGAZINE_SIZE: usize = 127;
 /// Full magazines the depot holds per size class before it spills to the
 /// global allocator.
 pub const DEPOT_MAX_MAGAZINES: usize = 32;
+/// Pages whose leaf PTEs share one 64-byte cache line (8-byte PTEs, as in
+/// VT-d's, the SMMU's and the lab's tables). A thread's caches take fresh
+/// IOVAs of the smaller classes from the global allocator in aligned runs
+/// of this many pages, so that two threads do not write PTEs in one line.
+pub const PTE_LINE_PAGES: u64 = 8;
 
 /// The size class of `pages` (rounded up to a power of two), if cached.
 pub(crate) fn class_of(pages: u64) -> Option<usize> {

@@ -12,6 +12,19 @@
 //! the lock is two plain stores and a load on a cache line the thread owns
 //! (no locked instruction: see `slot_lock.rs`); the rare side pays a membarrier.
 //!
+//! Where it departs from Linux, so that a thread's IOVAs keep to PTE cache
+//! lines no other thread writes (false sharing of those lines cost half the
+//! two-CPU throughput at times, measured; see `PTE_LINE_PAGES`):
+//! - fresh IOVAs of the classes below a line come from the global allocator
+//!   as one aligned run of a line's pages (one to the caller, the rest
+//!   cached), not one range at a time;
+//! - a thread has a third magazine, its `spare` (`magazine.rs`), so that a
+//!   lazy flush queue's worth stays in the thread instead of going through
+//!   the depot on every flush;
+//! - a flush of every thread's queue (the domain's timer, `flush`) frees
+//!   into the global allocator ([`free_to_global`](MagazineAllocator::free_to_global)),
+//!   not into the flushing thread's magazines.
+//!
 //! A thread's slot is returned when the thread exits (full magazines to the
 //! depot, the rest to the global allocator). When the allocator is dropped,
 //! the whole IOVA space goes with it; threads' stale slots are inert and are
@@ -19,7 +32,7 @@
 
 use super::{
     class_of, ClassCache, Depot, GlobalLockAllocator, IovaAllocator, IovaStats, DEPOT_MAX_MAGAZINES, MAGAZINE_SIZE,
-    NUM_CLASSES,
+    NUM_CLASSES, PTE_LINE_PAGES,
 };
 use crate::dma::error::DmaError;
 use crate::dma::per_thread::{self, ThreadSlot};
@@ -204,7 +217,9 @@ impl IovaAllocator for MagazineAllocator {
         let size = match class_of(pages) {
             Some(class) => {
                 let depot = &shared.depots[class];
-                if let Some(Some(iova)) = self.with_caches(|c| c[class].alloc(depot)) {
+                let cached =
+                    self.with_caches(|c| c[class].alloc(depot).or_else(|| shared.refill(&mut c[class], class)));
+                if let Some(Some(iova)) = cached {
                     return Some(iova);
                 }
                 1u64 << class
@@ -232,6 +247,40 @@ impl IovaAllocator for MagazineAllocator {
 }
 
 impl Shared {
+    /// A thread's caches of `class` are empty, and so is the depot: one
+    /// IOVA for the caller, and the rest of an aligned run of
+    /// [`PTE_LINE_PAGES`] pages into the caches, so that the leaf PTEs of
+    /// this run's pages (one cache line) are written by this thread alone.
+    /// `None` for classes of a line or more (the caller takes one range
+    /// from the global allocator as before) or when no run is free.
+    fn refill(&self, cache: &mut ClassCache, class: usize) -> Option<u64> {
+        let size = 1u64 << class;
+        let count = PTE_LINE_PAGES / size;
+        if count < 2 {
+            return None;
+        }
+        let run = self.global.alloc_run(size, count)?;
+        for i in 1..count {
+            let iova = run + i * size * super::PAGE;
+            if !cache.refill(iova) {
+                // Unreachable (the caches were empty), but never lose an IOVA.
+                self.global.free(iova, size);
+            }
+        }
+        Some(run)
+    }
+
+    /// Frees, under one lock of the global allocator, what `f` hands to the
+    /// function it is given, each range at the size the caches handed out.
+    fn free_to_global(&self, f: impl FnOnce(&mut dyn FnMut(u64, u64))) {
+        self.global.free_with(|free| {
+            f(&mut |iova, pages| {
+                let size = class_of(pages).map_or(pages, |class| 1u64 << class);
+                free(iova, size);
+            })
+        });
+    }
+
     /// The class of a freed range and the size the caches hand out for it, or
     /// `None` for a range the caches do not take (too large, or misaligned
     /// or foreign: not one we handed out for its class).
@@ -254,6 +303,15 @@ impl Shared {
 }
 
 impl MagazineAllocator {
+    /// Frees what `f` hands to the function it is given straight into the
+    /// global allocator (one lock), not into this thread's caches: for a
+    /// flush of other threads' queues, whose IOVAs would otherwise land in
+    /// the flushing thread's magazines and share PTE lines with their
+    /// owners' IOVAs from then on.
+    pub(crate) fn free_to_global(&self, f: impl FnOnce(&mut dyn FnMut(u64, u64))) {
+        self.shared.free_to_global(f);
+    }
+
     /// Frees many ranges with one look-up (and one lock) of this thread's
     /// caches: `f` is handed the function that frees one `(iova, pages)`.
     /// For a lazy flush queue's entries after their flush.

@@ -134,3 +134,34 @@ fn buffer_memory_outlives_the_lazy_window() {
     d.flush();
     assert_eq!(fake.calls().invalidate_all, 1, "nothing queued: no invalidation");
 }
+
+/// A flush of every thread's queue (here an explicit one; the timer's is
+/// the same) frees another thread's IOVAs into the global allocator, not
+/// into the flushing thread's magazines, where they would share PTE lines
+/// with their owner's IOVAs from then on.
+#[test]
+fn a_flush_frees_other_threads_iovas_to_the_global_allocator() {
+    let (d, _fake) = domain(lazy(256, Duration::from_secs(60), AllocatorKind::Magazines));
+    let d = Arc::new(d);
+    let queued = std::sync::Barrier::new(2);
+    let flushed = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut b = DmaBuffer::new(64).unwrap();
+            for _ in 0..5 {
+                drop(d.map(&mut b, Direction::ToDevice).unwrap());
+            }
+            queued.wait();
+            flushed.wait(); // alive until the check: its exit would flush too
+        });
+        queued.wait();
+        let before = d.stats();
+        d.flush();
+        let after = d.stats();
+        flushed.wait(); // before any assertion: a failed one must not leave the thread waiting
+        assert_eq!(before.lazy_pending, 5, "{before:?}");
+        assert_eq!(after.lazy_pending, 0, "{after:?}");
+        assert_eq!(after.iova.global_frees - before.iova.global_frees, 5, "{after:?}");
+        assert_eq!(after.iova.cached, before.iova.cached, "the flushing thread cached them: {after:?}");
+    });
+}
