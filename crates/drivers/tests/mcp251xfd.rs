@@ -362,13 +362,28 @@ fn int_wait_starts_polling_early_enough_for_the_threads_timer_slack() {
     // A timed sleep may end as late as the thread's timer slack. With 1 ms
     // of it, a wait that first guessed tens of µs would sleep through most
     // of the first interrupts (each then pays a wake-up) while it learnt.
+    // The host may hold a woken thread back far past its slack, now and
+    // then (on 2026-11-27 one run's sleeps overshot by up to 1.07 ms and 8
+    // of 28 interrupts came during them): the wait passes if one of three
+    // runs keeps to the bound; a wrong first guess misses it in every run.
     use wirespeed::time::realtime::{current_timer_slack_ns, set_current_timer_slack_ns};
     let slack = current_timer_slack_ns();
     set_current_timer_slack_ns(1_000_000).unwrap();
-    let s = periodic_receive(500, 30, 5_000_000);
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let s = periodic_receive(500, 30, 5_000_000);
+        let kept = s.timed_sleeps >= 20 && s.early * 4 <= s.timed_sleeps;
+        runs.push(s);
+        if kept {
+            break;
+        }
+    }
     set_current_timer_slack_ns(slack).unwrap();
-    assert!(s.timed_sleeps >= 20, "{s:?}");
-    assert!(s.early * 4 <= s.timed_sleeps, "interrupts that came during the timed sleep: {s:?}");
+    let last = runs.last().unwrap();
+    assert!(
+        last.timed_sleeps >= 20 && last.early * 4 <= last.timed_sleeps,
+        "interrupts that came during the timed sleep, in every run: {runs:?}"
+    );
 }
 
 #[test]

@@ -1,11 +1,12 @@
-//! Magazines and a thread's pair of them per size class ([`ClassCache`]):
+//! Magazines and a thread's three of them per size class ([`ClassCache`]):
 //! the lock-free part of the magazine allocator (Bonwick & Adams; Linux
-//! `iova_rcache`'s per-CPU `loaded`/`prev`).
+//! `iova_rcache`'s per-CPU `loaded`/`prev`, and a `spare`).
 //!
 //! [`ClassCache`] holds no lock of its own: its owner (a per-thread slot)
 //! serializes the calls. It touches the depot's lock once per magazine's
-//! worth of operations, and the global allocator's lock only when both the
-//! thread's magazines and the depot are empty (alloc) or full (free).
+//! worth of operations past what its three magazines hold, and the global
+//! allocator's lock only when the thread's magazines and the depot are
+//! empty (alloc) or full (free).
 
 use super::{Depot, GlobalLockAllocator, IovaAllocator, MAGAZINE_SIZE};
 
@@ -99,8 +100,8 @@ impl ClassCache {
         self.loaded.len() + self.prev.len() + self.spare.len()
     }
 
-    /// An IOVA from the magazines, swapping with `prev` or exchanging the
-    /// empty `loaded` for a full magazine of the depot when needed; `None`
+    /// An IOVA from the magazines, swapping with `prev` or the `spare` or
+    /// exchanging the empty `loaded` for a full magazine of the depot when needed; `None`
     /// when all are empty (the caller falls back to the global allocator).
     pub(crate) fn alloc(&mut self, depot: &Depot) -> Option<u64> {
         if let Some(iova) = self.loaded.pop() {
@@ -123,13 +124,13 @@ impl ClassCache {
     }
 
     /// Caches an IOVA fresh from the global allocator (not a free: not
-    /// counted as one); `false` if both magazines are full.
+    /// counted as one); `false` if all three magazines are full.
     pub(crate) fn refill(&mut self, iova: u64) -> bool {
         self.loaded.push(iova, self.cap) || self.prev.push(iova, self.cap) || self.spare.push(iova, self.cap)
     }
 
     /// Caches a freed IOVA: into `loaded`, else after swapping with a `prev`
-    /// that has room, else after handing the full `loaded` to the depot (or,
+    /// that has room or an empty `spare`, else after handing the full `loaded` to the depot (or,
     /// when the depot is full, emptying it into the global allocator).
     pub(crate) fn free(&mut self, iova: u64, depot: &Depot, global: &GlobalLockAllocator) {
         self.counts.frees += 1;
