@@ -203,12 +203,7 @@ impl Inner {
         if !q.front_done(finished) {
             return;
         }
-        self.iova.free_many(|free| {
-            q.pop_done(finished, |iova, pages, keep| {
-                free(iova, pages);
-                drop(keep); // the memory may go now: no translation of it is left
-            })
-        });
+        self.iova.free_many(|free| q.pop_done(finished, free));
     }
 
     /// Flushes every thread's queue with one `invalidate_all` if anything is
@@ -230,12 +225,7 @@ impl Inner {
             if !q.front_done(finished) {
                 continue;
             }
-            self.iova.free_to_global(|free| {
-                q.pop_done(finished, |iova, pages, keep| {
-                    free(iova, pages);
-                    drop(keep); // the memory may go now: no translation of it is left
-                })
-            });
+            self.iova.free_to_global(|free| q.pop_done(finished, free));
         }
         true
     }

@@ -88,16 +88,18 @@ impl FlushQueue {
     }
 
     /// Pops the entries a finished flush covers (`gen < finished`), oldest
-    /// first, handing each to `free` as `(iova, pages, keep)`. Entries are
-    /// queued in `gen` order.
-    pub(crate) fn pop_done(&mut self, finished: u64, mut free: impl FnMut(u64, u64, Keep)) {
+    /// first, handing each range to `free` as `(iova, pages)`; the memory the
+    /// entry kept goes right after (no translation of it is left). Entries
+    /// are queued in `gen` order.
+    pub(crate) fn pop_done(&mut self, finished: u64, mut free: impl FnMut(u64, u64)) {
         while self.front_done(finished) {
             let e = &mut self.ring[self.head];
             let keep = std::mem::replace(&mut e.keep, Keep::Nothing);
             let (iova, pages) = (e.iova, e.pages);
             self.head = self.place(1);
             self.len -= 1;
-            free(iova, pages, keep);
+            free(iova, pages);
+            drop(keep);
         }
     }
 }
@@ -118,9 +120,9 @@ mod tests {
             }
             assert!(q.is_full());
             assert_eq!(q.len(), 3);
-            q.pop_done(round, |iova, _, _| out.push(iova));
+            q.pop_done(round, |iova, _| out.push(iova));
             assert_eq!(q.len(), 3, "entries of a flush that has not finished left the queue");
-            q.pop_done(round + 1, |iova, pages, _| out.push(iova * pages));
+            q.pop_done(round + 1, |iova, pages| out.push(iova * pages));
             assert!(q.is_empty());
         }
         let want: Vec<u64> = (0..4).flat_map(|r| (0..3).map(move |i| r * 10 + i)).collect();

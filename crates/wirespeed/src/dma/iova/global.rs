@@ -94,10 +94,7 @@ impl GlobalLockAllocator {
 
     /// Frees many ranges under one lock acquisition.
     pub(crate) fn free_batch(&self, ranges: impl IntoIterator<Item = (u64, u64)>) {
-        let mut g = lock(&self.inner);
-        for (iova, pages) in ranges {
-            self.free_locked(&mut g, iova, pages);
-        }
+        self.free_with(|free| ranges.into_iter().for_each(|(iova, pages)| free(iova, pages)));
     }
 
     fn free_locked(&self, g: &mut Inner, iova: u64, pages: u64) {

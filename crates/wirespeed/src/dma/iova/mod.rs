@@ -88,6 +88,12 @@ pub const DEPOT_MAX_MAGAZINES: usize = 32;
 /// of this many pages, so that two threads do not write PTEs in one line.
 pub const PTE_LINE_PAGES: u64 = 8;
 
+/// Pages of the range the magazine allocator hands out for `pages`: its
+/// class's size, or `pages` itself above the cached sizes.
+pub(crate) fn handed_out_pages(pages: u64) -> u64 {
+    class_of(pages).map_or(pages, |class| 1u64 << class)
+}
+
 /// The size class of `pages` (rounded up to a power of two), if cached.
 pub(crate) fn class_of(pages: u64) -> Option<usize> {
     if pages == 0 || pages > MAX_CACHED_PAGES {

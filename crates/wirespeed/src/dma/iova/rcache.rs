@@ -31,8 +31,8 @@
 //! purged on their next use of the table or at their exit.
 
 use super::{
-    class_of, ClassCache, Depot, GlobalLockAllocator, IovaAllocator, IovaStats, DEPOT_MAX_MAGAZINES, MAGAZINE_SIZE,
-    NUM_CLASSES, PTE_LINE_PAGES,
+    class_of, handed_out_pages, ClassCache, Depot, GlobalLockAllocator, IovaAllocator, IovaStats, DEPOT_MAX_MAGAZINES,
+    MAGAZINE_SIZE, NUM_CLASSES, PTE_LINE_PAGES,
 };
 use crate::dma::error::DmaError;
 use crate::dma::per_thread::{self, ThreadSlot};
@@ -214,18 +214,14 @@ impl MagazineAllocator {
 impl IovaAllocator for MagazineAllocator {
     fn alloc(&self, pages: u64) -> Option<u64> {
         let shared = &self.shared;
-        let size = match class_of(pages) {
-            Some(class) => {
-                let depot = &shared.depots[class];
-                let cached =
-                    self.with_caches(|c| c[class].alloc(depot).or_else(|| shared.refill(&mut c[class], class)));
-                if let Some(Some(iova)) = cached {
-                    return Some(iova);
-                }
-                1u64 << class
+        if let Some(class) = class_of(pages) {
+            let depot = &shared.depots[class];
+            let cached = self.with_caches(|c| c[class].alloc(depot).or_else(|| shared.refill(&mut c[class], class)));
+            if let Some(Some(iova)) = cached {
+                return Some(iova);
             }
-            None => pages,
-        };
+        }
+        let size = handed_out_pages(pages);
         shared.global.alloc(size).or_else(|| {
             // Exhausted: take back what the caches hold and try once more
             // (Linux: free_cpu_cached_iovas + free_global_cached_iovas).
@@ -270,17 +266,6 @@ impl Shared {
         Some(run)
     }
 
-    /// Frees, under one lock of the global allocator, what `f` hands to the
-    /// function it is given, each range at the size the caches handed out.
-    fn free_to_global(&self, f: impl FnOnce(&mut dyn FnMut(u64, u64))) {
-        self.global.free_with(|free| {
-            f(&mut |iova, pages| {
-                let size = class_of(pages).map_or(pages, |class| 1u64 << class);
-                free(iova, size);
-            })
-        });
-    }
-
     /// The class of a freed range and the size the caches hand out for it, or
     /// `None` for a range the caches do not take (too large, or misaligned
     /// or foreign: not one we handed out for its class).
@@ -294,11 +279,7 @@ impl Shared {
     /// A free the caches do not take, to the global allocator (refused and
     /// counted there if it is not a range it handed out).
     fn free_uncached(&self, iova: u64, pages: u64) {
-        let size = match class_of(pages) {
-            Some(class) => 1u64 << class,
-            None => pages,
-        };
-        self.global.free(iova, size);
+        self.global.free(iova, handed_out_pages(pages));
     }
 }
 
@@ -309,7 +290,7 @@ impl MagazineAllocator {
     /// the flushing thread's magazines and share PTE lines with their
     /// owners' IOVAs from then on.
     pub(crate) fn free_to_global(&self, f: impl FnOnce(&mut dyn FnMut(u64, u64))) {
-        self.shared.free_to_global(f);
+        self.shared.global.free_with(|free| f(&mut |iova, pages| free(iova, handed_out_pages(pages))));
     }
 
     /// Frees many ranges with one look-up (and one lock) of this thread's
