@@ -6,7 +6,7 @@
 //! mode, interleaved round by round (magazines, global lock, magazines, …),
 //! so that what differs is the allocator alone.
 //!
-//! [`bound`] works out, from measurements of the same run, the most the
+//! [`bound`] estimates, from measurements of the same run, the most the
 //! 8-thread ratio can be on this machine (`dma.magazine_vs_lock_8t_bound`),
 //! where a magazine pair's time goes (lab IOMMU, allocator, the rest of the
 //! domain) and how fast a pair would have to be for the ratio to reach 10;
@@ -190,8 +190,8 @@ fn allocator_alone(a: &dyn IovaAllocator, win: Duration) -> Result<f64, String> 
     }
 }
 
-/// What bounds `dma.magazine_vs_lock_8t` on this machine, from measurements
-/// of the same run.
+/// What bounds `dma.magazine_vs_lock_8t` on this machine, estimated from
+/// measurements of the same run.
 ///
 /// The magazine path takes no contended lock, so at best its threads scale
 /// perfectly over the CPUs they can use: with `T` threads on `C` CPUs, each
@@ -200,7 +200,7 @@ fn allocator_alone(a: &dyn IovaAllocator, win: Duration) -> Result<f64, String> 
 /// `invalidate_all_ns`) and frees every thread's queued ranges, so with more
 /// threads there are fewer flushes per pair: the one-thread pair, its flush
 /// wait (`flush_wait_1t_ns`) replaced by the `T`-thread windows' own
-/// (`flush_wait_ns`), is the least a pair can cost a CPU at `T` threads:
+/// (`flush_wait_ns`), is taken as the least a pair can cost a CPU at `T` threads:
 ///
 /// `cpu_pair_ns = pair_ns − flush_wait_1t_ns + flush_wait_ns`
 /// `bound = min(T, C) × 1e9 / cpu_pair_ns / global_lock_per_s(T)`
@@ -242,7 +242,7 @@ pub struct Bound {
     pub flush_wait_1t_ns: f64,
     /// The flush wait per pair with `T` threads, ns.
     pub flush_wait_ns: f64,
-    /// The least a pair can cost a CPU at `T` threads, ns.
+    /// The least a pair is taken to cost a CPU at `T` threads, ns.
     pub cpu_pair_ns: f64,
     /// The `cpu_pair_ns` at which the bound would reach 10.
     pub pair_ns_for_10: f64,
@@ -253,7 +253,7 @@ pub struct Bound {
     pub global_lock_noop_1t_per_s: f64,
     /// Magazines, 1 thread, on [`NoopIommu`] (pairs/s).
     pub magazines_noop_1t_per_s: f64,
-    /// The bound on the ratio at `T` threads.
+    /// The estimated ceiling of the ratio at `T` threads.
     pub bound: f64,
     /// The bound with a magazine allocator that costs nothing.
     pub zero_allocator_bound: f64,

@@ -102,7 +102,7 @@ impl DmaOptions {
 pub struct DmaReport {
     pub options: DmaOptions,
     pub mapping: Vec<mapping::ThreadPoint>,
-    /// What bounds the 8-thread ratio on this machine (`None` without an 8-thread point).
+    /// What bounds the 8-thread ratio on this machine, estimated (`None` without an 8-thread point).
     pub bound: Option<mapping::Bound>,
     pub bulk: bulk::Bulk,
     pub faults: faults::Faults,
@@ -210,16 +210,19 @@ impl DmaReport {
         out += &t.render();
         if let Some(b) = &self.bound {
             out += &format!(
-                "8-thread ratio bound on {} CPUs: {:.2} ({} CPUs at one pair per {:.1} ns each ÷ the global lock's 8-thread rate; 10 needs {:.1} ns); one magazine pair (1 thread) {:.1} ns = lab {:.1} (of which flush wait {:.1}; {:.1} at 8 threads) + allocator {:.1} + domain {:.1}\n",
+                "{}-thread ratio bound on {} CPUs (an estimate): {:.2} ({} CPUs at one pair per {:.1} ns each ÷ the global lock's {}-thread rate; 10 needs {:.1} ns); one magazine pair (1 thread) {:.1} ns = lab {:.1} (of which flush wait {:.1}; {:.1} at {} threads) + allocator {:.1} + domain {:.1}\n",
+                b.threads,
                 b.cpus,
                 b.bound,
-                b.cpus.min(8),
+                b.cpus.min(b.threads),
                 b.cpu_pair_ns,
+                b.threads,
                 b.pair_ns_for_10,
                 b.pair_ns,
                 b.lab_ns,
                 b.flush_wait_1t_ns,
                 b.flush_wait_ns,
+                b.threads,
                 b.allocator_ns,
                 b.domain_ns
             );
