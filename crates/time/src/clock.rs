@@ -48,12 +48,32 @@ impl fmt::Debug for Instant {
 }
 
 /// Reads the monotonic clock (through the vDSO: no system call).
+#[cfg(not(loom))]
 #[inline]
 pub fn now() -> Instant {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid, writable timespec and CLOCK_MONOTONIC always exists.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     Instant(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// Built with `--cfg loom` (the wirespeed crate's loom models), the clock
+/// steps instead: each read advances 1 µs. Loom replays a schedule by the
+/// choices it made and needs the code under the model to do the same on the
+/// same schedule; the host's clock would not (a message's latency picks the
+/// histogram counter the statistics bump). The count is the OS thread's, and
+/// every loom thread of a model runs on its test's OS thread: within one
+/// execution, what a read returns depends on the schedule alone.
+#[cfg(loom)]
+pub fn now() -> Instant {
+    thread_local! {
+        static STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(1) };
+    }
+    Instant(STEPS.with(|s| {
+        let step = s.get();
+        s.set(step + 1);
+        step * 1_000
+    }))
 }
 
 /// CPU time the calling thread has used, in ns (`CLOCK_THREAD_CPUTIME_ID`:

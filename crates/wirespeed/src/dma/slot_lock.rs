@@ -56,6 +56,7 @@ unsafe impl<T: Send> Sync for SlotLock<T> {}
 
 /// Exclusive access to the value of a [`SlotLock`]; released on drop.
 pub(crate) struct SlotGuard<'a, T> {
+    #[cfg(not(loom))]
     lock: &'a SlotLock<T>,
     /// The flag whose release store ends this access.
     held: &'a AtomicBool,
@@ -153,6 +154,7 @@ impl<T> SlotLock<T> {
 
     fn guard<'a>(&'a self, held: &'a AtomicBool) -> SlotGuard<'a, T> {
         SlotGuard {
+            #[cfg(not(loom))]
             lock: self,
             held,
             #[cfg(loom)]

@@ -12,8 +12,7 @@
 
 use super::policy::Policy;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
-use wirespeed_time::{now, thread_cpu_ns};
+use std::sync::OnceLock;
 
 /// A running estimate of the interrupt wake-up cost, in ns.
 #[derive(Debug)]
@@ -76,12 +75,22 @@ pub fn thread_wakeup() -> Wakeup {
     *MEASURED.get_or_init(measure_wakeup)
 }
 
-fn median(mut xs: Vec<u64>) -> u64 {
-    xs.sort_unstable();
-    xs.get(xs.len() / 2).copied().unwrap_or(UNMEASURED_WAKEUP_NS)
+/// Under `--cfg loom` the clock steps (see `wirespeed_time::now`), so there
+/// is nothing to measure: the models take the typical wake-up, the same on
+/// every machine, and explore the same paths everywhere.
+#[cfg(loom)]
+fn measure_wakeup() -> Wakeup {
+    Wakeup { latency_ns: UNMEASURED_WAKEUP_NS, sleep_cpu_ns: UNMEASURED_WAKEUP_NS }
 }
 
+#[cfg(not(loom))]
 fn measure_wakeup() -> Wakeup {
+    use std::sync::{Arc, Condvar, Mutex};
+    use wirespeed_time::{now, thread_cpu_ns};
+    fn median(mut xs: Vec<u64>) -> u64 {
+        xs.sort_unstable();
+        xs.get(xs.len() / 2).copied().unwrap_or(UNMEASURED_WAKEUP_NS)
+    }
     struct Ping {
         slot: Mutex<(u64, bool)>,
         cv: Condvar,
