@@ -161,3 +161,22 @@ fn spi_loom_submit_races_the_pump_going_to_sleep() {
         assert_eq!(log, [(0, 1), (0, 2), (1, 3)]);
     });
 }
+
+/// The models run on a step clock (`wirespeed_time::now` under loom): a
+/// message's latency, and so the histogram counter its statistics bump,
+/// depends on the schedule alone, as loom's replay of a schedule needs. On
+/// the host's clock a model took different branches on the same schedule,
+/// and loom aborted inside its own bookkeeping.
+#[test]
+fn spi_loom_clock_steps_a_microsecond_per_read_on_every_thread() {
+    loom::model(|| {
+        let t = thread::spawn(|| {
+            let a = wirespeed_time::now();
+            wirespeed_time::now().ns_since(a)
+        });
+        let a = wirespeed_time::now();
+        let mine = wirespeed_time::now().ns_since(a);
+        let theirs = t.join().unwrap();
+        assert_eq!((mine, theirs), (1_000, 1_000));
+    });
+}
