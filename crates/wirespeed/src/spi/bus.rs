@@ -45,12 +45,18 @@ pub(crate) struct BusInner {
     pub irq_cost: IrqCost,
     pub queue: Mutex<VecDeque<pump::Job>>,
     pub queue_len: AtomicUsize,
+    /// Whether the pump has been signalled since it last woke: 5.18's
+    /// kthread worker with its work queued. The pump sleeps on `pump_cv`
+    /// under this lock alone, never under `queue`.
+    pub worker: Mutex<bool>,
     pub pump_cv: Condvar,
-    /// Whether the pump is waiting on `pump_cv` (read and written under `queue`).
+    /// Whether the pump is asleep or about to be: set under `queue` once it
+    /// found the queue empty, cleared when it wakes. An enqueue that reads it
+    /// (under `queue`) as clear finds the pump awake, to see the job.
     pub pump_sleeping: AtomicBool,
     /// When the message that made the pending kick ended (ns on the stack's
     /// clock, `CLOCK_MONOTONIC`, never 0); 0: no kick pending. Classic's wake
-    /// after each message; read and written under `queue`.
+    /// after each message; read and written under `worker`.
     pub kick_pending_since_ns: AtomicU64,
     pub pump_wakeups: AtomicU64,
     /// Kicks asked for (classic: one per message run in its caller's thread).
@@ -135,10 +141,9 @@ impl BusInner {
         hw.transfer = 0;
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             if ensure_powered(hw) {
-                // Once per idle period: the pump re-arms its idle timer. Under the
-                // queue lock, so that the pump cannot read `powered` as false and
-                // then sleep through this signal.
-                let _q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+                // Once per idle period: the pump re-arms its idle timer. A pump
+                // that read `powered` as false before this store finds the
+                // signal pending when it goes to sleep.
                 self.powered.store(true, Ordering::Release);
                 self.signal_pump();
             }
@@ -157,7 +162,15 @@ impl BusInner {
 
     /// Wakes the pump thread; every wake-up the stack causes is counted.
     pub(crate) fn signal_pump(&self) {
+        let pending = self.worker.lock().unwrap_or_else(|e| e.into_inner());
+        self.wake_pump(pending);
+    }
+
+    /// [`signal_pump`](Self::signal_pump) with the worker's lock held.
+    fn wake_pump(&self, mut pending: MutexGuard<'_, bool>) {
         self.pump_wakeups.fetch_add(1, Ordering::Relaxed);
+        *pending = true;
+        drop(pending);
         self.pump_cv.notify_one();
     }
 
@@ -217,17 +230,19 @@ impl BusInner {
 
     /// Wakes the pump to look for work, as 5.18's `kthread_queue_work` after
     /// each finalized message: under the queue lock, and only if no kick is
-    /// pending already (a work item is queued once). The kick is no job: a
+    /// pending already (a work item is queued once; checked under the
+    /// worker's lock, under which the pump takes it). The kick is no job: a
     /// sync message after it still runs in its caller's thread, as in 5.18,
     /// where the kthread finds the queue empty and marks the controller idle.
     fn kick_pump(&self, end: Instant) {
         let _q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         self.pump_kicks.fetch_add(1, Ordering::Relaxed);
+        let pending = self.worker.lock().unwrap_or_else(|e| e.into_inner());
         if self.kick_pending_since_ns.load(Ordering::Relaxed) != 0 {
             self.pump_kicks_coalesced.fetch_add(1, Ordering::Relaxed);
         } else {
             self.kick_pending_since_ns.store(end.as_ns().max(1), Ordering::Relaxed);
-            self.signal_pump();
+            self.wake_pump(pending);
         }
     }
 
@@ -267,10 +282,8 @@ pub(crate) struct PumpOwner {
 impl Drop for PumpOwner {
     fn drop(&mut self) {
         self.inner.shutdown.store(true, Ordering::Release);
-        {
-            let _q = self.inner.queue.lock().unwrap_or_else(|e| e.into_inner());
-            self.inner.pump_cv.notify_all();
-        }
+        *self.inner.worker.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.inner.pump_cv.notify_all();
         if let Some(t) = self.thread.take() {
             // The last handle can go on the pump thread itself (dropped by a
             // completion callback): the pump then finishes its queue and
@@ -380,6 +393,7 @@ impl Bus {
             irq_cost: IrqCost::measured(),
             queue: Mutex::new(VecDeque::with_capacity(64)),
             queue_len: AtomicUsize::new(0),
+            worker: Mutex::new(false),
             pump_cv: Condvar::new(),
             pump_sleeping: AtomicBool::new(false),
             kick_pending_since_ns: AtomicU64::new(0),

@@ -156,54 +156,66 @@ impl Drop for PumpExit<'_> {
 fn run(inner: &BusInner) {
     PUMP_OF.with(|p| p.set(inner.id()));
     let _exit = PumpExit(inner);
-    let mut q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
     loop {
         if inner.shutdown.load(Ordering::Acquire) {
             // Work accepted before the last handle went is sent, as the
             // kernel's spi_stop_queue waits for its queue to empty; nothing
             // can be queued after this (no handle is left to submit with).
-            drop(q);
             drain_queue(inner, &mut inner.lock_hw());
             return;
         }
-        if q.is_empty() {
-            // A pending kick is taken up here: with nothing queued, 5.18's
-            // kthread marks the controller idle and goes back to sleep. One
-            // clock read serves the kick's wait and the idle timer.
-            let kick = inner.kick_pending_since_ns.swap(0, Ordering::Relaxed);
-            let powered = inner.powered.load(Ordering::Acquire);
-            let t = if kick != 0 || powered { now().as_ns() } else { 0 };
-            if kick != 0 {
-                inner.pump_kick_wait_max_ns.fetch_max(t.saturating_sub(kick), Ordering::Relaxed);
-            }
-            if powered {
-                let idle_at = idle_at(inner);
-                if t >= idle_at {
-                    drop(q);
-                    teardown_if_idle(inner);
-                    q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
-                    continue;
-                }
-                inner.pump_sleeping.store(true, Ordering::Relaxed);
-                let (g, res) =
-                    inner.pump_cv.wait_timeout(q, Duration::from_nanos(idle_at - t)).unwrap_or_else(|e| e.into_inner());
-                q = g;
+        let q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if !q.is_empty() {
+            // Take the bus first, then jobs: see the ordering note in bus.rs.
+            drop(q);
+            drain_queue(inner, &mut inner.lock_hw());
+            continue;
+        }
+        // Nothing queued: 5.18's kthread marks the controller idle and
+        // sleeps again; the controller is powered down `idle_delay` after
+        // the last message.
+        let powered = inner.powered.load(Ordering::Acquire);
+        let (t, idle_at) = if powered { (now().as_ns(), idle_at(inner)) } else { (0, u64::MAX) };
+        if t >= idle_at {
+            drop(q);
+            teardown_if_idle(inner);
+            continue;
+        }
+        // Set under the queue lock: a job queued from here on finds the
+        // pump asleep and signals it.
+        inner.pump_sleeping.store(true, Ordering::Relaxed);
+        drop(q);
+        sleep(inner, powered.then(|| Duration::from_nanos(idle_at - t)));
+        inner.pump_sleeping.store(false, Ordering::Relaxed);
+    }
+}
+
+/// Sleeps until signalled, or for `timeout`, as 5.18's kthread worker
+/// does: a signal is its pending work, taken under the worker's own lock as
+/// soon as the thread runs. A pending kick is taken here too, so a kick
+/// waits for the pump's wake-up alone, never for the queue's lock (which
+/// the caller's next message takes meanwhile), as `kthread_worker_fn`
+/// takes its work off the list before the work locks anything of the
+/// controller's.
+fn sleep(inner: &BusInner, timeout: Option<Duration>) {
+    let mut pending = inner.worker.lock().unwrap_or_else(|e| e.into_inner());
+    if !*pending {
+        pending = match timeout {
+            Some(d) => {
+                let (g, res) = inner.pump_cv.wait_timeout(pending, d).unwrap_or_else(|e| e.into_inner());
                 if res.timed_out() {
                     inner.pump_timer_wakeups.fetch_add(1, Ordering::Relaxed);
                 }
-            } else {
-                inner.pump_sleeping.store(true, Ordering::Relaxed);
-                q = inner.pump_cv.wait(q).unwrap_or_else(|e| e.into_inner());
+                g
             }
-            inner.pump_sleeping.store(false, Ordering::Relaxed);
-            continue;
-        }
-        // Take the bus first, then jobs: see the ordering note in bus.rs.
-        drop(q);
-        let mut hw = inner.lock_hw();
-        drain_queue(inner, &mut hw);
-        drop(hw);
-        q = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+            None => inner.pump_cv.wait(pending).unwrap_or_else(|e| e.into_inner()),
+        };
+    }
+    *pending = false;
+    let kick = inner.kick_pending_since_ns.swap(0, Ordering::Relaxed);
+    drop(pending);
+    if kick != 0 {
+        inner.pump_kick_wait_max_ns.fetch_max(now().as_ns().saturating_sub(kick), Ordering::Relaxed);
     }
 }
 
