@@ -69,6 +69,9 @@ pub struct Wakeup {
     pub sleep_cpu_ns: u64,
 }
 
+/// The wake-up assumed when it cannot be measured (and under loom).
+const UNMEASURED: Wakeup = Wakeup { latency_ns: UNMEASURED_WAKEUP_NS, sleep_cpu_ns: UNMEASURED_WAKEUP_NS };
+
 /// The wake-up's latency and the sleep's CPU, measured once per process.
 pub fn thread_wakeup() -> Wakeup {
     static MEASURED: OnceLock<Wakeup> = OnceLock::new();
@@ -80,7 +83,7 @@ pub fn thread_wakeup() -> Wakeup {
 /// every machine, and explore the same paths everywhere.
 #[cfg(loom)]
 fn measure_wakeup() -> Wakeup {
-    Wakeup { latency_ns: UNMEASURED_WAKEUP_NS, sleep_cpu_ns: UNMEASURED_WAKEUP_NS }
+    UNMEASURED
 }
 
 #[cfg(not(loom))]
@@ -95,7 +98,6 @@ fn measure_wakeup() -> Wakeup {
         slot: Mutex<(u64, bool)>,
         cv: Condvar,
     }
-    let unmeasured = Wakeup { latency_ns: UNMEASURED_WAKEUP_NS, sleep_cpu_ns: UNMEASURED_WAKEUP_NS };
     let ping = Arc::new(Ping { slot: Mutex::new((0, false)), cv: Condvar::new() });
     let p2 = ping.clone();
     let rounds = 21;
@@ -122,7 +124,7 @@ fn measure_wakeup() -> Wakeup {
     let Ok(waiter) = probe else {
         // No thread to wake: the machine cannot measure one, so assume a
         // typical one (the bus will fail to start for the same reason).
-        return unmeasured;
+        return UNMEASURED;
     };
     for _ in 0..rounds {
         std::thread::sleep(std::time::Duration::from_micros(200));
@@ -133,7 +135,7 @@ fn measure_wakeup() -> Wakeup {
         *g = (now().as_ns(), true);
         ping.cv.notify_all();
     }
-    let Ok((latency, cpu)) = waiter.join() else { return unmeasured };
+    let Ok((latency, cpu)) = waiter.join() else { return UNMEASURED };
     Wakeup { latency_ns: median(latency).max(1_000), sleep_cpu_ns: median(cpu) }
 }
 
