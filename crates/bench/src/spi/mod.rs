@@ -35,7 +35,12 @@
 //! `pump_kick_wait_max_us` (the longest a kick waited, from the end of the
 //! message that made it, for the pump thread to run: a kick coalesces only
 //! when the pending one waited longer than a message takes, so this shows
-//! how long the host kept the woken pump from running), `pump_idle_timer_wakeups` (the pump's idle timer
+//! how long the host kept the woken pump from running),
+//! `pump_wakeups_per_msg_bound` (classic only, null for the others: the
+//! most wake-ups per kick that kicks at classic's pace get from this host,
+//! measured by [`kick_probe`] in every round beside classic's, with
+//! `pump_wakeups_bound_detail`: its `kicks`, `wakeups`, `period_us` and
+//! `kick_wait_max_us`), `pump_idle_timer_wakeups` (the pump's idle timer
 //! expiring during the rounds: a time-driven re-check, at most one per
 //! second of traffic with the default `idle_delay`, whatever the rate),
 //! `ctx_switches_per_msg`, `cpu_us_per_msg`, and `lab_wake_us_per_msg` /
@@ -71,6 +76,7 @@
 //! every message of classic, linux-6.9 and fast on its own ([`samples`]),
 //! for [`SpiReport::latency_plot`]; the figures above never include it.
 
+pub mod kick_probe;
 pub mod rig;
 pub mod samples;
 pub mod target;
@@ -79,6 +85,7 @@ mod throughput;
 use crate::stats::{median, round as r};
 use crate::table::Table;
 use crate::usage::HostSteal;
+use kick_probe::{KickProbe, KickRound};
 use rig::{round, traced_cs_figures, Rig, Round, Style};
 use serde_json::{json, Value};
 use target::Target;
@@ -233,6 +240,9 @@ pub struct PolicyFigures {
     /// The longest any kick of the rounds waited for the pump to run, µs
     /// (0 for a policy that does not kick).
     pub pump_kick_wait_max_us: f64,
+    /// What the host allows kicks at this policy's pace: see
+    /// [`kick_probe`] (classic only: no other policy kicks).
+    pub pump_wakeups_ceiling: Option<WakeupCeiling>,
     /// Idle-timer expiries of the pump during the rounds (per time, not
     /// per message: at most one per `idle_delay` of traffic).
     pub pump_idle_timer_wakeups: u64,
@@ -267,11 +277,54 @@ impl PolicyFigures {
             "pump_kicks_per_msg": r(self.pump_kicks_per_msg, 5),
             "pump_kicks_coalesced_per_msg": r(self.pump_kicks_coalesced_per_msg, 5),
             "pump_kick_wait_max_us": r(self.pump_kick_wait_max_us, 1),
+            "pump_wakeups_per_msg_bound": self.pump_wakeups_ceiling.map(|c| r(c.wakeups_per_kick(), 5)),
+            "pump_wakeups_bound_detail": self.pump_wakeups_ceiling.map(|c| c.to_json()),
             "pump_idle_timer_wakeups": self.pump_idle_timer_wakeups,
             "ctx_switches_per_msg": r(self.ctx_switches_per_msg, 4),
             "cpu_us_per_msg": r(self.cpu_us_per_msg, 3),
             "lab_wake_us_per_msg": r(self.lab_wake_us_per_msg, 3),
             "lab_wakes_per_msg": r(self.lab_wakes_per_msg, 4),
+        })
+    }
+}
+
+/// [`kick_probe`]'s figures over the rounds: a thread kicked as classic
+/// kicks its pump, at classic's pace, with no SPI stack around it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WakeupCeiling {
+    pub kicks: u64,
+    pub wakeups: u64,
+    /// The median over rounds of the kicks' period: classic's µs per message
+    /// in the round beside it.
+    pub period_us: f64,
+    /// The longest any kick waited for the probe's thread to run, µs.
+    pub kick_wait_max_us: f64,
+}
+
+impl WakeupCeiling {
+    fn of(rounds: &[(KickRound, u64)]) -> Option<WakeupCeiling> {
+        if rounds.is_empty() {
+            return None;
+        }
+        Some(WakeupCeiling {
+            kicks: rounds.iter().map(|(k, _)| k.kicks).sum(),
+            wakeups: rounds.iter().map(|(k, _)| k.wakeups).sum(),
+            period_us: median(&rounds.iter().map(|(_, p)| *p as f64 / 1e3).collect::<Vec<_>>()),
+            kick_wait_max_us: rounds.iter().map(|(k, _)| k.wait_max_ns).max().unwrap_or(0) as f64 / 1e3,
+        })
+    }
+
+    /// The most wake-ups per kick the host gave kicks at this pace.
+    pub fn wakeups_per_kick(&self) -> f64 {
+        self.wakeups as f64 / self.kicks.max(1) as f64
+    }
+
+    fn to_json(self) -> Value {
+        json!({
+            "kicks": self.kicks,
+            "wakeups": self.wakeups,
+            "period_us": r(self.period_us, 3),
+            "kick_wait_max_us": r(self.kick_wait_max_us, 1),
         })
     }
 }
@@ -328,6 +381,7 @@ impl Series {
             pump_kicks_per_msg: kicks as f64 / msgs as f64,
             pump_kicks_coalesced_per_msg: coalesced as f64 / msgs as f64,
             pump_kick_wait_max_us: self.rounds.iter().map(|r| r.pump_kick_wait_max_ns).max().unwrap_or(0) as f64 / 1e3,
+            pump_wakeups_ceiling: None,
             pump_idle_timer_wakeups: self.rounds.iter().map(|r| r.pump_timer_wakeups).sum(),
             ctx_switches_per_msg: per(&|r| r.usage.ctx_switches as f64),
             cpu_us_per_msg: per(&|r| r.usage.cpu_ns as f64 / 1e3),
@@ -426,6 +480,8 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     for (s, pm) in series.iter().zip(pms.iter_mut()) {
         round(&rigs[s.rig], s.style, o.size, 200, pm)?;
     }
+    let probe = KickProbe::start().map_err(|e| format!("cannot start the kick probe's thread: {e}"))?;
+    let mut ceiling = Vec::with_capacity(o.rounds as usize);
     let (steal0, t0) = (HostSteal::now(), now());
     // A B C … then … C B A: each series runs as often early as late in a round.
     for k in 0..o.rounds {
@@ -443,12 +499,21 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
             let rd = round(rig, series[i].style, o.size, n, &mut pms[i])?;
             series[i].rounds.push(rd);
         }
+        // Classic's kicks at its own pace, with the stack taken out.
+        if let Some(c) = series[0].rounds.last() {
+            let period_ns = c.elapsed_ns / c.msgs.max(1);
+            ceiling.push((probe.round(c.msgs, period_ns), period_ns));
+        }
     }
+    drop(probe);
     let host_steal_pct = steal0.zip(HostSteal::now()).map(|(a, b)| b.pct_since(a, now().ns_since(t0)));
     // No more traced than measured, and for large messages fewer, so that
     // the trace stays within bounds.
     let traced = o.trace_msgs.min(o.msgs).min(max_traced_msgs(o.size)).max(1);
-    let classic = series[0].figures(wire_us, traced_cs_figures(&rigs[0], o.size, traced)?);
+    let classic = PolicyFigures {
+        pump_wakeups_ceiling: WakeupCeiling::of(&ceiling),
+        ..series[0].figures(wire_us, traced_cs_figures(&rigs[0], o.size, traced)?)
+    };
     let fast = series[1].figures(wire_us, traced_cs_figures(&rigs[1], o.size, traced)?);
     let linux69 = series[5].figures(wire_us, traced_cs_figures(&rigs[3], o.size, traced)?);
     let prepared = series[2].figures(wire_us, (f64::NAN, f64::NAN));
@@ -619,6 +684,16 @@ impl SpiReport {
             "\nclassic's pump: the longest a kick waited for the thread to run: {:.1} µs (a message took {:.3} µs)\n",
             c.pump_kick_wait_max_us, c.elapsed_us_per_msg,
         ));
+        if let Some(b) = &c.pump_wakeups_ceiling {
+            out.push_str(&format!(
+                "the host's ceiling: a bare thread kicked as classic kicks, every {:.3} µs, woke for {:.5} of {} kicks (longest wait {:.1} µs); classic's pump: {:.5}\n",
+                b.period_us,
+                b.wakeups_per_kick(),
+                b.kicks,
+                b.kick_wait_max_us,
+                c.pump_wakeups_per_msg,
+            ));
+        }
         out.push_str(&format!(
             "\nprepared messages (fast): {:.3} µs vs unprepared {:.3} µs per message: speedup {:.3} (at most {:.3}: the wire alone takes {:.3} µs)\n",
             self.prepared_us_per_msg,

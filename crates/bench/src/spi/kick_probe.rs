@@ -1,0 +1,156 @@
+//! The host's ceiling on classic's pump wake-ups per message.
+//!
+//! Classic kicks its pump after every message, as 5.18's
+//! `spi_finalize_current_message` queues the pump's work; a kick that finds
+//! the last one still pending wakes nobody (`kthread_queue_work` queues a
+//! pending item once). Between a kick and the pump taking it nothing of the
+//! stack runs: the pump sleeps on its worker lock's condition variable and
+//! takes the kick as soon as the OS runs it. So a kick coalesces exactly
+//! when the OS runs the woken thread later than one message after the kick.
+//!
+//! [`KickProbe`] measures that ceiling with the SPI stack taken out: a
+//! thread sleeps as the pump sleeps (a pending flag under a lock, a
+//! condition variable) and is kicked as classic kicks (under that lock, and
+//! not again while a kick is pending), once per classic message time, the
+//! kicking thread spinning in between. Its wake-ups per kick are the most
+//! that kicks at classic's pace can cause on this host, whatever the stack.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use wirespeed_time::{now, spin_until, Deadline};
+
+#[derive(Debug)]
+struct Shared {
+    pending: Mutex<bool>,
+    cv: Condvar,
+    /// When the pending kick was made (ns), 0 when none is pending.
+    kicked_at_ns: AtomicU64,
+    /// The longest a kick waited for the sleeper to run (ns).
+    wait_max_ns: AtomicU64,
+    stop: AtomicBool,
+}
+
+/// A sleeping thread kicked as classic kicks its pump.
+#[derive(Debug)]
+pub struct KickProbe {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// What one [`KickProbe::round`] counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KickRound {
+    pub kicks: u64,
+    /// Kicks that found none pending and woke the sleeper.
+    pub wakeups: u64,
+    /// The longest a kick of the round waited for the sleeper to run (ns).
+    pub wait_max_ns: u64,
+}
+
+impl KickProbe {
+    /// Starts the sleeping thread.
+    pub fn start() -> std::io::Result<KickProbe> {
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(false),
+            cv: Condvar::new(),
+            kicked_at_ns: AtomicU64::new(0),
+            wait_max_ns: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+        });
+        let sleeper = shared.clone();
+        let thread = std::thread::Builder::new().name("kick-probe".into()).spawn(move || sleep_loop(&sleeper))?;
+        Ok(KickProbe { shared, thread: Some(thread) })
+    }
+
+    /// Kicks `kicks` times, one kick every `period_ns`, spinning in between
+    /// (a kick the host delays delays the next: no burst follows a stall,
+    /// as classic's sender sends no faster after one).
+    pub fn round(&self, kicks: u64, period_ns: u64) -> KickRound {
+        self.shared.wait_max_ns.store(0, Ordering::Relaxed);
+        let mut wakeups = 0;
+        for _ in 0..kicks {
+            let next = Deadline::after_ns(period_ns);
+            if self.kick() {
+                wakeups += 1;
+            }
+            spin_until(next);
+        }
+        // The last kick is taken before the round's figures are read.
+        while self.shared.kicked_at_ns.load(Ordering::Acquire) != 0 {
+            std::thread::yield_now();
+        }
+        // The sleeper records the wait under the lock it took the kick under.
+        drop(self.shared.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        KickRound { kicks, wakeups, wait_max_ns: self.shared.wait_max_ns.load(Ordering::Relaxed) }
+    }
+
+    /// Classic's kick: under the sleeper's lock, and only if none is pending.
+    fn kick(&self) -> bool {
+        let mut pending = self.shared.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if self.shared.kicked_at_ns.load(Ordering::Relaxed) != 0 {
+            return false;
+        }
+        self.shared.kicked_at_ns.store(now().as_ns().max(1), Ordering::Relaxed);
+        *pending = true;
+        drop(pending);
+        self.shared.cv.notify_one();
+        true
+    }
+}
+
+fn sleep_loop(s: &Shared) {
+    loop {
+        let mut pending = s.pending.lock().unwrap_or_else(|e| e.into_inner());
+        while !*pending {
+            pending = s.cv.wait(pending).unwrap_or_else(|e| e.into_inner());
+        }
+        *pending = false;
+        let kicked = s.kicked_at_ns.swap(0, Ordering::AcqRel);
+        if kicked != 0 {
+            s.wait_max_ns.fetch_max(now().as_ns().saturating_sub(kicked), Ordering::Relaxed);
+        }
+        drop(pending);
+        if s.stop.load(Ordering::Acquire) {
+            return;
+        }
+    }
+}
+
+impl Drop for KickProbe {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        *self.shared.pending.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.shared.cv.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kicks_faster_than_any_wake_up_coalesce() {
+        // Back to back, a kick comes well within a microsecond of the last:
+        // no OS runs a woken thread that fast, so most find one pending.
+        let probe = KickProbe::start().unwrap();
+        let r = probe.round(10_000, 0);
+        assert_eq!(r.kicks, 10_000);
+        assert!(r.wakeups >= 1 && r.wakeups < r.kicks / 2, "{r:?}");
+    }
+
+    #[test]
+    fn spaced_kicks_wake_the_sleeper_and_its_wait_is_recorded() {
+        let probe = KickProbe::start().unwrap();
+        let r = probe.round(10, 5_000_000);
+        // A host stall of milliseconds may coalesce a few, not most.
+        assert!(r.wakeups >= 3, "{r:?}");
+        assert!(r.wait_max_ns > 0, "{r:?}");
+        // A second round starts from no pending kick and a fresh maximum.
+        let again = probe.round(1, 0);
+        assert_eq!((again.kicks, again.wakeups), (1, 1), "{again:?}");
+    }
+}
