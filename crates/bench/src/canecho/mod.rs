@@ -31,7 +31,16 @@
 //!   (`gap_limit_parts_us`: `spi_wire`, `chip_fixed`,
 //!   `intermission_unoverlapped`, summing to the limit;
 //!   `gap_limit_spi_bits`). For 8 bytes at 250 kbit/s and the driver's
-//!   16.7 MHz SPI: 216 bits, 13.0 + 3.0 + 0 = 16.0 µs. And where each
+//!   16.7 MHz SPI: 216 bits, 13.0 + 3.0 + 0 = 16.0 µs. Beside it, what
+//!   this driver's own transfers allow (`run::driver_floor_ns`):
+//!   `gap_driver_floor_us`, the median over echoes of the chip's delays plus
+//!   the wire time of the transfers it made between EOF and SOF (about 408
+//!   bits, 27.5 µs: it reads C1INT and FIFOSTA and the whole RX object,
+//!   as Linux's driver does), no software counted; `gap_vs_limit_bound`,
+//!   that floor over the limit, the lowest `gap_vs_limit` any SPI core can
+//!   give this driver; and at the top `gap_ratio_bound`, fast's floor over
+//!   classic's median gap, the lowest `gap_ratio` any SPI core can reach
+//!   with it. And where each
 //!   gap went (`gap_breakdown_us`, medians): EOF → INT asserted, INT → the
 //!   driver's first CS (the interrupt's delivery and the wake-up), first CS
 //!   → echo SOF (SPI, software between messages, the model's TX start);
@@ -267,6 +276,11 @@ impl PolicyReport {
         let ns = self.load.echo_thread_cpu_ns + self.load.pump_thread_cpu_ns;
         self.per_echo_us(ns.saturating_sub(self.load.echo_lab_wakes.cpu_ns))
     }
+    /// The median over echoes of the least gap the driver's own transfers
+    /// allow (`run::driver_floor_ns`), µs.
+    fn driver_floor(&self) -> f64 {
+        median(&self.timed.driver_floor_us)
+    }
     /// The SPI wire time the driver's transfers took per echo in the load
     /// run (what the block clocked), µs.
     fn wire_us_per_echo(&self) -> f64 {
@@ -316,6 +330,8 @@ impl PolicyReport {
                 "intermission_unoverlapped": round(t.limit.intermission_unoverlapped_ns / 1e3, 2),
             },
             "gap_limit_spi_bits": t.limit.spi_bits,
+            "gap_driver_floor_us": r1(self.driver_floor()),
+            "gap_vs_limit_bound": round(self.driver_floor() / self.limit(), 2),
             "irq_thread_cpu_pct": round(self.irq_cpu_pct(), 2),
             "echo_thread_cpu_pct": round(self.pct(self.load.echo_thread_cpu_ns), 2),
             "timed_echo_thread_cpu_pct": round(t.echo_cpu_pct, 2),
@@ -536,6 +552,12 @@ impl Runs {
     pub fn gap_ratio_vs_linux69(&self) -> f64 {
         self.fast.median_gap() / self.linux69.median_gap()
     }
+    /// The lowest [`gap_ratio`](Self::gap_ratio) any SPI core could give
+    /// this driver: fast's driver floor (its transfers' wire time and the
+    /// chip's delays, nothing else) over classic's median gap.
+    pub fn gap_ratio_bound(&self) -> f64 {
+        self.fast.driver_floor() / self.classic.median_gap()
+    }
     /// IRQ-path CPU, fast / linux-6.9, each without its lab wake-ups.
     pub fn cpu_ratio_vs_linux69(&self) -> f64 {
         self.fast.irq_cpu_pct_without_lab_wakes() / self.linux69.irq_cpu_pct_without_lab_wakes()
@@ -600,6 +622,7 @@ impl CanechoReport {
             "linux69": self.linux69.to_json(),
             "fast": self.fast.to_json(),
             "gap_ratio": round(self.gap_ratio(), 3),
+            "gap_ratio_bound": round(self.gap_ratio_bound(), 3),
             "cpu_ratio": round(self.cpu_ratio(), 3),
             "gap_ratio_vs_linux69": round(self.gap_ratio_vs_linux69(), 3),
             "gap_ratio_vs_linux69_bound": round(self.gap_ratio_vs_linux69_bound(), 3),
@@ -682,6 +705,15 @@ impl CanechoReport {
             lim.spi_wire_ns / 1e3,
             lim.chip_fixed_ns / 1e3,
             lim.intermission_unoverlapped_ns / 1e3,
+        ));
+        s.push_str(&format!(
+            "what this driver's own transfers allow: {:.1} µs (their wire time and the chip's delays, no software; {:.2}× the limit): \
+             C's gap is {:.2}× it; gap C/A {:.3}, bound {:.3} (C's floor over A's gap)\n",
+            c.driver_floor(),
+            c.driver_floor() / c.limit(),
+            c.median_gap() / c.driver_floor(),
+            self.gap_ratio(),
+            self.gap_ratio_bound(),
         ));
         s.push_str(&format!(
             "CPU C/A {:.3}, bound {:.3}: a policy that polls its transfers spends at least their wire time on the CPU \
@@ -868,6 +900,12 @@ mod tests {
             let min = pr.timed.gaps_us.iter().copied().fold(f64::INFINITY, f64::min);
             eprintln!("{p}: shortest gap {min:.2} µs, limit {limit_us:.2} µs");
             assert!(min >= limit_us, "{p}: an echo came {min:.2} µs after EOF, under the {limit_us:.2} µs limit");
+            // The driver's transfers carry at least the bits the limit counts.
+            let floor_us = pr.driver_floor();
+            assert!(
+                floor_us >= limit_us,
+                "{p}: the driver's floor {floor_us:.2} µs is under the {limit_us:.2} µs limit"
+            );
         }
         for k in [
             "gap_ratio",
@@ -875,6 +913,7 @@ mod tests {
             "gap_ratio_vs_linux69",
             "cpu_ratio_vs_linux69",
             "gap_ratio_vs_linux69_bound",
+            "gap_ratio_bound",
             "cpu_ratio_bound",
             "cpu_ratio_beyond_wire",
         ] {

@@ -277,6 +277,9 @@ pub struct Timed {
     pub transfers_per_frame: Vec<u64>,
     /// Per echo: RX EOF → INT asserted, INT → first CS, first CS → echo SOF (µs).
     pub breakdown_us: [Vec<f64>; 3],
+    /// Per echo: the least gap the transfers this driver made for it allow
+    /// ([`driver_floor_ns`]), µs.
+    pub driver_floor_us: Vec<f64>,
     pub frames_sent: u64,
     pub frames_echoed: u64,
     pub payload_mismatches: u64,
@@ -312,6 +315,7 @@ impl Timed {
         for (a, b) in s.breakdown_us.iter_mut().zip(o.breakdown_us) {
             a.extend(b);
         }
+        s.driver_floor_us.extend(o.driver_floor_us);
         s.frames_sent += o.frames_sent;
         s.frames_echoed += o.frames_echoed;
         s.payload_mismatches += o.payload_mismatches;
@@ -362,10 +366,11 @@ pub fn timed(
             _ => None,
         })
         .fold(f64::INFINITY, f64::min);
+    let spi_bit_ns = if spi_bit_ns.is_finite() { spi_bit_ns } else { 0.0 };
     let mcfg = rig.model.config();
     let limit = echo_limit(
         t.len,
-        if spi_bit_ns.is_finite() { spi_bit_ns } else { 0.0 },
+        spi_bit_ns,
         rig._can.nominal_bits_ns(u64::from(INTERMISSION_BITS)) as f64,
         mcfg.store_delay_ns as f64,
         mcfg.tx_start_delay_ns as f64,
@@ -393,6 +398,11 @@ pub fn timed(
                 out.cs_high_gap_us.push(first[1].asserted_at.ns_since(d) as f64 / 1e3);
             }
         }
+        // The request took effect at least the TX-start delay before SOF:
+        // a transfer begun after that did not make the echo.
+        let request_by = sof.as_ns().saturating_sub(mcfg.tx_start_delay_ns);
+        let bits: u64 = first.iter().filter(|w| w.asserted_at.as_ns() < request_by).map(|w| w.bits).sum();
+        out.driver_floor_us.push(driver_floor_ns(&limit, bits, spi_bit_ns) / 1e3);
         let next_eof = report.pairs.get(i + 1).map(|n| n.request.stamp.eof);
         if let Some(end) = next_eof {
             let bits: Vec<u64> =
@@ -418,6 +428,18 @@ pub fn timed(
     out.int_delivery_us = rig.probe.lateness().iter().map(|&n| n as f64 / 1e3).collect();
     out.irq_low_us = rig.probe.intervals().iter().map(|(f, r)| r.ns_since(*f) as f64 / 1e3).collect();
     Ok(out)
+}
+
+/// The least gap the driver's own transfers allow an echo: the chip's
+/// store and TX-start delays (`limit.chip_fixed_ns`) and the wire time of
+/// the `bits` it clocked from the request's EOF until its TX request took
+/// effect (transfers begun at least the TX-start delay before the echo's
+/// SOF), one after another, or the bus intermission if that is longer; no software,
+/// chip-select timing or interrupt latency. [`echo_limit`] counts the bits
+/// any driver must move; this counts the ones this driver did move, so an
+/// SPI core's share of a gap is what lies above it.
+pub fn driver_floor_ns(limit: &EchoLimit, bits: u64, spi_bit_ns: f64) -> f64 {
+    (limit.chip_fixed_ns + bits as f64 * spi_bit_ns).max(limit.intermission_ns)
 }
 
 /// Figures of the load run.
