@@ -8,17 +8,19 @@
 //! takes the kick as soon as the OS runs it. So a kick coalesces exactly
 //! when the OS runs the woken thread later than one message after the kick.
 //!
-//! [`KickProbe`] measures that ceiling with the SPI stack taken out: a
-//! thread sleeps as the pump sleeps (a pending flag under a lock, a
-//! condition variable) and is kicked as classic kicks (under that lock, and
-//! not again while a kick is pending), once per classic message time, the
-//! kicking thread spinning in between. Its wake-ups per kick are the most
-//! that kicks at classic's pace can cause on this host, whatever the stack.
+//! [`KickProbe`] measures that ceiling with the pump taken out: a thread
+//! sleeps as the pump sleeps (a pending flag under a lock, a condition
+//! variable) and is kicked as classic kicks (under that lock, and not again
+//! while a kick is pending), once after every message of a classic bus
+//! whose own pump is never kicked (`quiet_pump` on): the same messages, the
+//! same lab and its interrupt thread, the same pace. Its wake-ups per kick
+//! are the most that classic's kicks can cause on this host and this lab,
+//! whatever the pump does once woken.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use wirespeed_time::{now, spin_until, Deadline};
+use wirespeed_time::now;
 
 #[derive(Debug)]
 struct Shared {
@@ -63,18 +65,15 @@ impl KickProbe {
         Ok(KickProbe { shared, thread: Some(thread) })
     }
 
-    /// Kicks `kicks` times, one kick every `period_ns`, spinning in between
-    /// (a kick the host delays delays the next: no burst follows a stall,
-    /// as classic's sender sends no faster after one).
-    pub fn round(&self, kicks: u64, period_ns: u64) -> KickRound {
+    /// Runs `send` (one message) `msgs` times, kicking after each.
+    pub fn round(&self, msgs: u64, mut send: impl FnMut() -> Result<(), String>) -> Result<KickRound, String> {
         self.shared.wait_max_ns.store(0, Ordering::Relaxed);
         let mut wakeups = 0;
-        for _ in 0..kicks {
-            let next = Deadline::after_ns(period_ns);
+        for _ in 0..msgs {
+            send()?;
             if self.kick() {
                 wakeups += 1;
             }
-            spin_until(next);
         }
         // The last kick is taken before the round's figures are read.
         while self.shared.kicked_at_ns.load(Ordering::Acquire) != 0 {
@@ -82,7 +81,7 @@ impl KickProbe {
         }
         // The sleeper records the wait under the lock it took the kick under.
         drop(self.shared.pending.lock().unwrap_or_else(|e| e.into_inner()));
-        KickRound { kicks, wakeups, wait_max_ns: self.shared.wait_max_ns.load(Ordering::Relaxed) }
+        Ok(KickRound { kicks: msgs, wakeups, wait_max_ns: self.shared.wait_max_ns.load(Ordering::Relaxed) })
     }
 
     /// Classic's kick: under the sleeper's lock, and only if none is pending.
@@ -137,7 +136,7 @@ mod tests {
         // Back to back, a kick comes well within a microsecond of the last:
         // no OS runs a woken thread that fast, so most find one pending.
         let probe = KickProbe::start().unwrap();
-        let r = probe.round(10_000, 0);
+        let r = probe.round(10_000, || Ok(())).unwrap();
         assert_eq!(r.kicks, 10_000);
         assert!(r.wakeups >= 1 && r.wakeups < r.kicks / 2, "{r:?}");
     }
@@ -145,12 +144,32 @@ mod tests {
     #[test]
     fn spaced_kicks_wake_the_sleeper_and_its_wait_is_recorded() {
         let probe = KickProbe::start().unwrap();
-        let r = probe.round(10, 5_000_000);
+        let spaced = || {
+            wirespeed_time::spin_for_ns(5_000_000);
+            Ok(())
+        };
+        let r = probe.round(10, spaced).unwrap();
         // A host stall of milliseconds may coalesce a few, not most.
         assert!(r.wakeups >= 3, "{r:?}");
         assert!(r.wait_max_ns > 0, "{r:?}");
         // A second round starts from no pending kick and a fresh maximum.
-        let again = probe.round(1, 0);
+        let again = probe.round(1, || Ok(())).unwrap();
         assert_eq!((again.kicks, again.wakeups), (1, 1), "{again:?}");
+    }
+
+    #[test]
+    fn a_failed_message_ends_the_round_with_its_error() {
+        let probe = KickProbe::start().unwrap();
+        let mut sent = 0;
+        let r = probe.round(5, || {
+            sent += 1;
+            if sent == 3 {
+                Err("bus gone".into())
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(r, Err("bus gone".to_string()));
+        assert_eq!(sent, 3);
     }
 }
