@@ -84,11 +84,13 @@ fn bench_spi_plots_every_policy_with_the_wire_time() {
             "classic (Linux 5.18): p50",
             "linux-6.9: p50",
             "fast: p50",
-            "(n = 400)",
             "latency per message (µs)",
             &format!("wire limit {wire:.2} µs"),
         ],
     );
+    // Every sample counted; samples past the axis' end (a host stall's
+    // tail) are named after the count: "(n = 400, 3 past …)".
+    assert!(svg.contains("(n = 400)") || svg.contains("(n = 400, "), "the SVG lacks \"(n = 400\": {svg}");
 }
 
 #[test]
