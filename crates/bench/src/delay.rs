@@ -457,7 +457,14 @@ mod tests {
             assert!(t["min_us"].as_f64().unwrap() >= req, "{name}: {t}");
             assert!(t["error_us"].as_f64().unwrap() >= 0.0);
             let share = t["cpu_share"].as_f64().unwrap();
-            assert!((0.0..=1.5).contains(&share), "{name}: {t}");
+            assert!(share >= 0.0, "{name}: {t}");
+            // A share is CPU time over elapsed time: over 20 waits of 1 or
+            // 10 µs both are tens of µs, and how the CPU clock accounts a
+            // context switch or a stalled vCPU can move it past any bound
+            // (CI read 1.85 for the 1 µs delay once).
+            if req >= 100.0 {
+                assert!(share <= 1.5, "{name}: {t}");
+            }
         }
         // A 1 ms delay sleeps most of the time (generous bound); the control
         // never sleeps. Its share is only compared: the suite's other tests
