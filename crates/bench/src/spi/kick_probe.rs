@@ -41,9 +41,11 @@ pub struct KickProbe {
 }
 
 /// What one [`KickProbe::round`] counted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KickRound {
     pub kicks: u64,
+    /// How long the round took, messages and kicks (ns).
+    pub elapsed_ns: u64,
     /// Kicks that found none pending and woke the sleeper.
     pub wakeups: u64,
     /// The longest a kick of the round waited for the sleeper to run (ns).
@@ -69,19 +71,21 @@ impl KickProbe {
     pub fn round(&self, msgs: u64, mut send: impl FnMut() -> Result<(), String>) -> Result<KickRound, String> {
         self.shared.wait_max_ns.store(0, Ordering::Relaxed);
         let mut wakeups = 0;
+        let t0 = now();
         for _ in 0..msgs {
             send()?;
             if self.kick() {
                 wakeups += 1;
             }
         }
+        let elapsed_ns = now().ns_since(t0);
         // The last kick is taken before the round's figures are read.
         while self.shared.kicked_at_ns.load(Ordering::Acquire) != 0 {
             std::thread::yield_now();
         }
         // The sleeper records the wait under the lock it took the kick under.
         drop(self.shared.pending.lock().unwrap_or_else(|e| e.into_inner()));
-        Ok(KickRound { kicks: msgs, wakeups, wait_max_ns: self.shared.wait_max_ns.load(Ordering::Relaxed) })
+        Ok(KickRound { kicks: msgs, elapsed_ns, wakeups, wait_max_ns: self.shared.wait_max_ns.load(Ordering::Relaxed) })
     }
 
     /// Classic's kick: under the sleeper's lock, and only if none is pending.

@@ -90,7 +90,7 @@ use kick_probe::{KickProbe, KickRound};
 use rig::{round, traced_cs_figures, Rig, Round, Style};
 use serde_json::{json, Value};
 use target::Target;
-use wirespeed::spi::{Policy, Transfer};
+use wirespeed::spi::Policy;
 use wirespeed_time::now;
 
 /// The largest message the scenario and [`trace_sample`] send, in bytes
@@ -304,15 +304,16 @@ pub struct WakeupCeiling {
 }
 
 impl WakeupCeiling {
-    fn of(rounds: &[(KickRound, u64)]) -> Option<WakeupCeiling> {
+    fn of(rounds: &[KickRound]) -> Option<WakeupCeiling> {
         if rounds.is_empty() {
             return None;
         }
+        let period_us = |k: &KickRound| k.elapsed_ns as f64 / 1e3 / k.kicks.max(1) as f64;
         Some(WakeupCeiling {
-            kicks: rounds.iter().map(|(k, _)| k.kicks).sum(),
-            wakeups: rounds.iter().map(|(k, _)| k.wakeups).sum(),
-            period_us: median(&rounds.iter().map(|(_, p)| *p as f64 / 1e3).collect::<Vec<_>>()),
-            kick_wait_max_us: rounds.iter().map(|(k, _)| k.wait_max_ns).max().unwrap_or(0) as f64 / 1e3,
+            kicks: rounds.iter().map(|k| k.kicks).sum(),
+            wakeups: rounds.iter().map(|k| k.wakeups).sum(),
+            period_us: median(&rounds.iter().map(period_us).collect::<Vec<_>>()),
+            kick_wait_max_us: rounds.iter().map(|k| k.wait_max_ns).max().unwrap_or(0) as f64 / 1e3,
         })
     }
 
@@ -509,11 +510,8 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
         if let Some(c) = series[0].rounds.last() {
             round(&probe_rig, Style::Unprepared, o.size, 1, &mut probe_pm)?;
             let (tx, mut rx) = (vec![0xA5u8; o.size], vec![0u8; o.size]);
-            let t0 = now();
-            let kr = probe.round(c.msgs, || {
-                probe_rig.dev.sync(&mut [Transfer::duplex(&tx, &mut rx)]).map_err(|e| e.to_string())
-            })?;
-            ceiling.push((kr, now().ns_since(t0) / c.msgs.max(1)));
+            let send_one = || rig::send(&probe_rig, Style::Unprepared, &tx, &mut rx, &mut probe_pm);
+            ceiling.push(probe.round(c.msgs, send_one)?);
         }
     }
     drop((probe, probe_pm, probe_rig));

@@ -69,6 +69,16 @@ pub enum Style {
     Prepared,
 }
 
+/// Sends one sync message in `style`: `tx` out and `rx` in, or `pm`.
+#[inline]
+pub fn send(rig: &Rig, style: Style, tx: &[u8], rx: &mut [u8], pm: &mut PreparedMessage) -> Result<(), String> {
+    match style {
+        Style::Unprepared => rig.dev.sync(&mut [Transfer::duplex(tx, rx)]),
+        Style::Prepared => rig.dev.run(pm),
+    }
+    .map_err(|e| e.to_string())
+}
+
 /// Sends `msgs` back-to-back sync messages of `size` bytes.
 pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedMessage) -> Result<Round, String> {
     let tx = vec![0xA5u8; size];
@@ -82,11 +92,7 @@ pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedM
     let lab0 = WakeCost::of_this_thread();
     let t0 = now();
     for _ in 0..msgs {
-        match style {
-            Style::Unprepared => rig.dev.sync(&mut [Transfer::duplex(&tx, &mut rx)]),
-            Style::Prepared => rig.dev.run(pm),
-        }
-        .map_err(|e| e.to_string())?;
+        send(rig, style, &tx, &mut rx, pm)?;
     }
     let elapsed_ns = now().ns_since(t0);
     Ok(Round {
