@@ -14,13 +14,27 @@
 //! while a kick is pending), once after every message of a classic bus
 //! whose own pump is never kicked (`quiet_pump` on): the same messages, the
 //! same lab and its interrupt thread, the same pace. Its wake-ups per kick
-//! are the most that classic's kicks can cause on this host and this lab,
-//! whatever the pump does once woken.
+//! are what classic's kicks can cause on this host and this lab, whatever
+//! the pump does once woken.
+//!
+//! The host's stalls come and go (a daemon that takes a CPU for
+//! milliseconds every half second): measured apart, in another stretch of
+//! time, the ceiling would meet other stalls than classic did. So
+//! [`beside_classic`] runs classic's round and the probe in alternating
+//! chunks of [`CHUNK`] messages, shorter than such a stall, and neither
+//! waits for its woken thread between chunks: both meet the same host.
 
+use super::rig::{round, send, Rig, Round, Style};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use wirespeed::spi::PreparedMessage;
 use wirespeed_time::now;
+
+/// Messages per chunk in [`beside_classic`]: about half a millisecond of
+/// classic's messages here, shorter than the host's stalls that coalesce
+/// kicks (one to four milliseconds), so that a stall spans both.
+pub const CHUNK: u64 = 50;
 
 #[derive(Debug)]
 struct Shared {
@@ -40,16 +54,26 @@ pub struct KickProbe {
     thread: Option<JoinHandle<()>>,
 }
 
-/// What one [`KickProbe::round`] counted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What [`KickProbe::round`]s counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KickRound {
     pub kicks: u64,
     /// How long the round took, messages and kicks (ns).
     pub elapsed_ns: u64,
     /// Kicks that found none pending and woke the sleeper.
     pub wakeups: u64,
-    /// The longest a kick of the round waited for the sleeper to run (ns).
+    /// The longest a kick waited for the sleeper to run (ns); filled in by
+    /// [`KickProbe::settle`].
     pub wait_max_ns: u64,
+}
+
+impl std::ops::AddAssign for KickRound {
+    fn add_assign(&mut self, o: KickRound) {
+        self.kicks += o.kicks;
+        self.elapsed_ns += o.elapsed_ns;
+        self.wakeups += o.wakeups;
+        self.wait_max_ns = self.wait_max_ns.max(o.wait_max_ns);
+    }
 }
 
 impl KickProbe {
@@ -67,9 +91,10 @@ impl KickProbe {
         Ok(KickProbe { shared, thread: Some(thread) })
     }
 
-    /// Runs `send` (one message) `msgs` times, kicking after each.
+    /// Runs `send` (one message) `msgs` times, kicking after each. The last
+    /// kick may still be pending on return, as classic's may be after its
+    /// last message: a kick of the next round finds it so and coalesces.
     pub fn round(&self, msgs: u64, mut send: impl FnMut() -> Result<(), String>) -> Result<KickRound, String> {
-        self.shared.wait_max_ns.store(0, Ordering::Relaxed);
         let mut wakeups = 0;
         let t0 = now();
         for _ in 0..msgs {
@@ -78,14 +103,18 @@ impl KickProbe {
                 wakeups += 1;
             }
         }
-        let elapsed_ns = now().ns_since(t0);
-        // The last kick is taken before the round's figures are read.
+        Ok(KickRound { kicks: msgs, elapsed_ns: now().ns_since(t0), wakeups, wait_max_ns: 0 })
+    }
+
+    /// Waits until the last kick is taken; returns the longest any kick
+    /// waited since the last call (ns).
+    pub fn settle(&self) -> u64 {
         while self.shared.kicked_at_ns.load(Ordering::Acquire) != 0 {
             std::thread::yield_now();
         }
         // The sleeper records the wait under the lock it took the kick under.
         drop(self.shared.pending.lock().unwrap_or_else(|e| e.into_inner()));
-        Ok(KickRound { kicks: msgs, elapsed_ns, wakeups, wait_max_ns: self.shared.wait_max_ns.load(Ordering::Relaxed) })
+        self.shared.wait_max_ns.swap(0, Ordering::Relaxed)
     }
 
     /// Classic's kick: under the sleeper's lock, and only if none is pending.
@@ -100,6 +129,31 @@ impl KickProbe {
         self.shared.cv.notify_one();
         true
     }
+}
+
+/// Classic's round of `msgs` messages sent in `style` on `classic`, in
+/// [`CHUNK`]s that alternate with as many of the probe's kicks, each after
+/// a message sent the same way on `probe_rig` (a classic bus whose pump is
+/// never kicked). Returns classic's round, whole, and the probe's.
+pub fn beside_classic(
+    classic: (&Rig, &mut PreparedMessage),
+    probe: (&KickProbe, &Rig, &mut PreparedMessage),
+    style: Style,
+    size: usize,
+    msgs: u64,
+) -> Result<(Round, KickRound), String> {
+    let ((rig, pm), (probe, probe_rig, probe_pm)) = (classic, probe);
+    let (tx, mut rx) = (vec![0xA5u8; size], vec![0u8; size]);
+    let (mut classic_round, mut kicks) = (Round::default(), KickRound::default());
+    let mut left = msgs;
+    while left > 0 {
+        let chunk = left.min(CHUNK);
+        classic_round += round(rig, style, size, chunk, pm)?;
+        kicks += probe.round(chunk, || send(probe_rig, style, &tx, &mut rx, probe_pm))?;
+        left -= chunk;
+    }
+    kicks.wait_max_ns = probe.settle();
+    Ok((classic_round, kicks))
 }
 
 fn sleep_loop(s: &Shared) {
@@ -155,10 +209,30 @@ mod tests {
         let r = probe.round(10, spaced).unwrap();
         // A host stall of milliseconds may coalesce a few, not most.
         assert!(r.wakeups >= 3, "{r:?}");
-        assert!(r.wait_max_ns > 0, "{r:?}");
-        // A second round starts from no pending kick and a fresh maximum.
+        assert!(probe.settle() > 0, "{r:?}");
+        // Settled: the next round's kick finds none pending, and the
+        // longest wait starts afresh.
         let again = probe.round(1, || Ok(())).unwrap();
         assert_eq!((again.kicks, again.wakeups), (1, 1), "{again:?}");
+        probe.settle();
+        assert_eq!(probe.settle(), 0);
+    }
+
+    #[test]
+    fn beside_classic_runs_every_message_of_both_in_chunks() {
+        use wirespeed::spi::Policy;
+        let classic = Rig::new(Policy::classic(), 20_000_000, false).unwrap();
+        let quiet = Rig::new(Policy { quiet_pump: true, ..Policy::classic() }, 20_000_000, false).unwrap();
+        let (mut pm, mut probe_pm) = (classic.prepared(4).unwrap(), quiet.prepared(4).unwrap());
+        let probe = KickProbe::start().unwrap();
+        let msgs = 2 * CHUNK + 7;
+        let (c, k) = beside_classic((&classic, &mut pm), (&probe, &quiet, &mut probe_pm), Style::Unprepared, 4, msgs).unwrap();
+        assert_eq!((c.msgs, c.pump_kicks, k.kicks), (msgs, msgs, msgs));
+        assert_eq!(c.pump_wakeups + c.pump_kicks_coalesced, msgs, "{c:?}");
+        assert!(k.wakeups >= 1 && k.wakeups <= msgs && k.wait_max_ns > 0, "{k:?}");
+        assert!(c.elapsed_ns > 0 && k.elapsed_ns > 0);
+        // The probe's bus never kicks its own pump.
+        assert_eq!(quiet.bus.pump_kicks(), 0);
     }
 
     #[test]

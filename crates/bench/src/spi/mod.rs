@@ -37,9 +37,12 @@
 //! when the pending one waited longer than a message takes, so this shows
 //! how long the host kept the woken pump from running),
 //! `pump_wakeups_per_msg_bound` (classic only, null for the others: the
-//! most wake-ups per kick that classic's kicks get from this host and lab:
-//! a bare thread kicked after every message of a classic bus whose own
-//! pump is never kicked, by [`kick_probe`] in every round beside classic's, with
+//! wake-ups per kick that classic's kicks get from this host and lab, the
+//! pump taken out: a bare thread kicked after every message of a classic
+//! bus whose own pump is never kicked, in chunks of
+//! [`kick_probe::CHUNK`] messages that alternate with classic's own
+//! ([`kick_probe::beside_classic`]), so that both meet the host's stalls
+//! alike; classic's pump may read above it by chance, with
 //! `pump_wakeups_bound_detail`: its `kicks`, `wakeups`, `period_us` and
 //! `kick_wait_max_us`), `pump_idle_timer_wakeups` (the pump's idle timer
 //! expiring during the rounds: a time-driven re-check, at most one per
@@ -86,7 +89,7 @@ mod throughput;
 use crate::stats::{median, round as r};
 use crate::table::Table;
 use crate::usage::HostSteal;
-use kick_probe::{KickProbe, KickRound};
+use kick_probe::{beside_classic, KickProbe, KickRound};
 use rig::{round, traced_cs_figures, Rig, Round, Style};
 use serde_json::{json, Value};
 use target::Target;
@@ -291,7 +294,7 @@ impl PolicyFigures {
 
 /// [`kick_probe`]'s figures over the rounds: a bare thread kicked as
 /// classic kicks its pump, after every message of a classic bus whose own
-/// pump is never kicked.
+/// pump is never kicked, in chunks alternating with classic's messages.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WakeupCeiling {
     pub kicks: u64,
@@ -503,15 +506,18 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
             // than its policy's `idle_delay` was torn down, and whichever of
             // its series comes first in the round would pay the power-up.
             round(rig, series[i].style, o.size, 1, &mut pms[i])?;
-            let rd = round(rig, series[i].style, o.size, n, &mut pms[i])?;
+            let rd = if i == 0 {
+                // Classic beside the probe that measures its pump's ceiling.
+                let style = series[i].style;
+                round(&probe_rig, style, o.size, 1, &mut probe_pm)?;
+                let classic = (rig, &mut pms[i]);
+                let (rd, kicks) = beside_classic(classic, (&probe, &probe_rig, &mut probe_pm), style, o.size, n)?;
+                ceiling.push(kicks);
+                rd
+            } else {
+                round(rig, series[i].style, o.size, n, &mut pms[i])?
+            };
             series[i].rounds.push(rd);
-        }
-        // Classic's messages and kicks, the pump taken out.
-        if let Some(c) = series[0].rounds.last() {
-            round(&probe_rig, Style::Unprepared, o.size, 1, &mut probe_pm)?;
-            let (tx, mut rx) = (vec![0xA5u8; o.size], vec![0u8; o.size]);
-            let send_one = || rig::send(&probe_rig, Style::Unprepared, &tx, &mut rx, &mut probe_pm);
-            ceiling.push(probe.round(c.msgs, send_one)?);
         }
     }
     drop((probe, probe_pm, probe_rig));
