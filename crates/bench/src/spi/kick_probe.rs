@@ -226,7 +226,8 @@ mod tests {
         let (mut pm, mut probe_pm) = (classic.prepared(4).unwrap(), quiet.prepared(4).unwrap());
         let probe = KickProbe::start().unwrap();
         let msgs = 2 * CHUNK + 7;
-        let (c, k) = beside_classic((&classic, &mut pm), (&probe, &quiet, &mut probe_pm), Style::Unprepared, 4, msgs).unwrap();
+        let (c, k) =
+            beside_classic((&classic, &mut pm), (&probe, &quiet, &mut probe_pm), Style::Unprepared, 4, msgs).unwrap();
         assert_eq!((c.msgs, c.pump_kicks, k.kicks), (msgs, msgs, msgs));
         assert_eq!(c.pump_wakeups + c.pump_kicks_coalesced, msgs, "{c:?}");
         assert!(k.wakeups >= 1 && k.wakeups <= msgs && k.wait_max_ns > 0, "{k:?}");

@@ -701,7 +701,7 @@ impl SpiReport {
         ));
         if let Some(b) = &c.pump_wakeups_ceiling {
             out.push_str(&format!(
-                "the host's ceiling: a bare thread kicked as classic kicks, after each of classic's messages ({:.3} µs each), woke for {:.5} of {} kicks (longest wait {:.1} µs); classic's pump: {:.5}\n",
+                "the host's ceiling: a bare thread kicked as classic kicks, after messages like classic's ({:.3} µs each) sent in chunks between classic's own, woke for {:.5} of {} kicks (longest wait {:.1} µs); classic's pump: {:.5}\n",
                 b.period_us,
                 b.wakeups_per_kick(),
                 b.kicks,
