@@ -17,9 +17,10 @@
 //! are what classic's kicks can cause on this host and this lab, whatever
 //! the pump does once woken.
 //!
-//! The host's stalls come and go (a daemon that takes a CPU for
-//! milliseconds every half second): measured apart, in another stretch of
-//! time, the ceiling would meet other stalls than classic did. So
+//! The host's stalls come and go (here the guest kernel's kdamond takes a
+//! CPU for about a millisecond several times a second): measured apart, in
+//! another stretch of time, the ceiling would meet other stalls than
+//! classic did. So
 //! [`beside_classic`] runs classic's round and the probe in alternating
 //! chunks of [`CHUNK`] messages, shorter than such a stall, and neither
 //! waits for its woken thread between chunks: both meet the same host.
