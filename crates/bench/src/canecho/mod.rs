@@ -281,6 +281,15 @@ impl PolicyReport {
     fn driver_floor(&self) -> f64 {
         median(&self.timed.driver_floor_us)
     }
+    /// The median gap over the physical limit (`gap_vs_limit`).
+    fn gap_vs_limit(&self) -> f64 {
+        self.median_gap() / self.limit()
+    }
+    /// The driver's floor over the physical limit: the lowest
+    /// [`gap_vs_limit`](Self::gap_vs_limit) any SPI core can give this driver.
+    fn gap_vs_limit_bound(&self) -> f64 {
+        self.driver_floor() / self.limit()
+    }
     /// The SPI wire time the driver's transfers took per echo in the load
     /// run (what the block clocked), µs.
     fn wire_us_per_echo(&self) -> f64 {
@@ -323,7 +332,7 @@ impl PolicyReport {
             "frames_echoed": t.frames_echoed,
             "payload_mismatches": t.payload_mismatches,
             "gap_limit_us": r1(self.limit()),
-            "gap_vs_limit": round(self.median_gap() / self.limit(), 2),
+            "gap_vs_limit": round(self.gap_vs_limit(), 2),
             "gap_limit_parts_us": {
                 "spi_wire": round(t.limit.spi_wire_ns / 1e3, 2),
                 "chip_fixed": round(t.limit.chip_fixed_ns / 1e3, 2),
@@ -331,7 +340,7 @@ impl PolicyReport {
             },
             "gap_limit_spi_bits": t.limit.spi_bits,
             "gap_driver_floor_us": r1(self.driver_floor()),
-            "gap_vs_limit_bound": round(self.driver_floor() / self.limit(), 2),
+            "gap_vs_limit_bound": round(self.gap_vs_limit_bound(), 2),
             "irq_thread_cpu_pct": round(self.irq_cpu_pct(), 2),
             "echo_thread_cpu_pct": round(self.pct(self.load.echo_thread_cpu_ns), 2),
             "timed_echo_thread_cpu_pct": round(t.echo_cpu_pct, 2),
@@ -700,7 +709,7 @@ impl CanechoReport {
              request it) {:.1} µs + the chip's store and TX-start delays {:.1} µs + the part of the bus intermission \
              they leave uncovered {:.1} µs\n",
             c.limit(),
-            c.median_gap() / c.limit(),
+            c.gap_vs_limit(),
             lim.spi_bits,
             lim.spi_wire_ns / 1e3,
             lim.chip_fixed_ns / 1e3,
@@ -710,7 +719,7 @@ impl CanechoReport {
             "what this driver's own transfers allow: {:.1} µs (their wire time and the chip's delays, no software; {:.2}× the limit): \
              C's gap is {:.2}× it; gap C/A {:.3}, bound {:.3} (C's floor over A's gap)\n",
             c.driver_floor(),
-            c.driver_floor() / c.limit(),
+            c.gap_vs_limit_bound(),
             c.median_gap() / c.driver_floor(),
             self.gap_ratio(),
             self.gap_ratio_bound(),
