@@ -25,7 +25,7 @@
 //! chunks of [`CHUNK`] messages, shorter than such a stall, and neither
 //! waits for its woken thread between chunks: both meet the same host.
 
-use super::rig::{round, send, Rig, Round, Style};
+use super::rig::{round_with, send, Rig, Round, Style};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -149,7 +149,7 @@ pub fn beside_classic(
     let mut left = msgs;
     while left > 0 {
         let chunk = left.min(CHUNK);
-        classic_round += round(rig, style, size, chunk, pm)?;
+        classic_round += round_with(rig, style, (&tx, &mut rx), chunk, pm)?;
         kicks += probe.round(chunk, || send(probe_rig, style, &tx, &mut rx, probe_pm))?;
         left -= chunk;
     }
@@ -220,13 +220,18 @@ mod tests {
     }
 
     #[test]
-    fn beside_classic_runs_every_message_of_both_in_chunks() {
+    fn beside_classic_runs_every_message_of_both_in_alternating_chunks() {
         use wirespeed::spi::Policy;
+        use wirespeed_lab::trace::cs_windows;
         let classic = Rig::new(Policy::classic(), 20_000_000, false).unwrap();
         let quiet = Rig::new(Policy { quiet_pump: true, ..Policy::classic() }, 20_000_000, false).unwrap();
         let (mut pm, mut probe_pm) = (classic.prepared(4).unwrap(), quiet.prepared(4).unwrap());
         let probe = KickProbe::start().unwrap();
         let msgs = 2 * CHUNK + 7;
+        let blocks = [classic.block.as_ref().unwrap(), quiet.block.as_ref().unwrap()];
+        for b in blocks {
+            b.trace_start(super::super::trace_capacity(4, msgs));
+        }
         let (c, k) =
             beside_classic((&classic, &mut pm), (&probe, &quiet, &mut probe_pm), Style::Unprepared, 4, msgs).unwrap();
         assert_eq!((c.msgs, c.pump_kicks, k.kicks), (msgs, msgs, msgs));
@@ -235,6 +240,16 @@ mod tests {
         assert!(c.elapsed_ns > 0 && k.elapsed_ns > 0);
         // The probe's bus never kicks its own pump.
         assert_eq!(quiet.bus.pump_kicks(), 0);
+        // On the wires: classic's first chunk, then the probe's, then
+        // classic's second.
+        let [cw, pw] = blocks.map(|b| {
+            b.trace_stop();
+            cs_windows(&b.trace_take())
+        });
+        assert_eq!((cw.len(), pw.len()), (msgs as usize, msgs as usize));
+        let n = CHUNK as usize;
+        assert!(cw[n - 1].asserted_at < pw[0].asserted_at, "the probe began before classic's first chunk ended");
+        assert!(pw[n - 1].asserted_at < cw[n].asserted_at, "classic's second chunk began inside the probe's first");
     }
 
     #[test]

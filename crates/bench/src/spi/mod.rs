@@ -320,7 +320,8 @@ impl WakeupCeiling {
         })
     }
 
-    /// The most wake-ups per kick the host gave kicks at this pace.
+    /// The wake-ups per kick the bare thread got beside classic (classic's
+    /// pump can read above it: both meet the host's stalls by chance).
     pub fn wakeups_per_kick(&self) -> f64 {
         self.wakeups as f64 / self.kicks.max(1) as f64
     }

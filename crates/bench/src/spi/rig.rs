@@ -95,8 +95,19 @@ pub fn send(rig: &Rig, style: Style, tx: &[u8], rx: &mut [u8], pm: &mut Prepared
 
 /// Sends `msgs` back-to-back sync messages of `size` bytes.
 pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedMessage) -> Result<Round, String> {
-    let tx = vec![0xA5u8; size];
-    let mut rx = vec![0u8; size];
+    let (tx, mut rx) = (vec![0xA5u8; size], vec![0u8; size]);
+    round_with(rig, style, (&tx, &mut rx), msgs, pm)
+}
+
+/// [`round`] with the caller's buffers (`tx` out, `rx` in, one message's
+/// worth each), for a caller that runs many short rounds.
+pub fn round_with(
+    rig: &Rig,
+    style: Style,
+    (tx, rx): (&[u8], &mut [u8]),
+    msgs: u64,
+    pm: &mut PreparedMessage,
+) -> Result<Round, String> {
     let wake0 = rig.bus.pump_wakeups();
     let kicks0 = rig.bus.pump_kicks();
     let coalesced0 = rig.bus.pump_kicks_coalesced();
@@ -106,7 +117,7 @@ pub fn round(rig: &Rig, style: Style, size: usize, msgs: u64, pm: &mut PreparedM
     let lab0 = WakeCost::of_this_thread();
     let t0 = now();
     for _ in 0..msgs {
-        send(rig, style, &tx, &mut rx, pm)?;
+        send(rig, style, tx, rx, pm)?;
     }
     let elapsed_ns = now().ns_since(t0);
     Ok(Round {
