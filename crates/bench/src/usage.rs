@@ -35,13 +35,6 @@ impl ProcessUsage {
     }
 }
 
-impl std::ops::Add for ProcessUsage {
-    type Output = ProcessUsage;
-    fn add(self, o: ProcessUsage) -> ProcessUsage {
-        ProcessUsage { cpu_ns: self.cpu_ns + o.cpu_ns, ctx_switches: self.ctx_switches + o.ctx_switches }
-    }
-}
-
 /// How many times the calling thread has been preempted so far: its
 /// involuntary context switches (`getrusage(RUSAGE_THREAD)`).
 pub fn thread_preemptions() -> u64 {

@@ -25,17 +25,13 @@
 //! chunks of [`CHUNK`] messages, shorter than such a stall, and neither
 //! waits for its woken thread between chunks: both meet the same host.
 
+use super::interleave::CHUNK;
 use super::rig::{round_with, send, Rig, Round, Style};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use wirespeed::spi::PreparedMessage;
 use wirespeed_time::now;
-
-/// Messages per chunk in [`beside_classic`]: about half a millisecond of
-/// classic's messages here, shorter than the host's stalls that coalesce
-/// kicks (one to four milliseconds), so that a stall spans both.
-pub const CHUNK: u64 = 50;
 
 #[derive(Debug)]
 struct Shared {
@@ -135,26 +131,28 @@ impl KickProbe {
 /// Classic's round of `msgs` messages sent in `style` on `classic`, in
 /// [`CHUNK`]s that alternate with as many of the probe's kicks, each after
 /// a message sent the same way on `probe_rig` (a classic bus whose pump is
-/// never kicked). Returns classic's round, whole, and the probe's.
+/// never kicked). Returns classic's chunks, each timed on its own, and the
+/// probe's round, whole.
 pub fn beside_classic(
     classic: (&Rig, &mut PreparedMessage),
     probe: (&KickProbe, &Rig, &mut PreparedMessage),
     style: Style,
     size: usize,
     msgs: u64,
-) -> Result<(Round, KickRound), String> {
+) -> Result<(Vec<Round>, KickRound), String> {
     let ((rig, pm), (probe, probe_rig, probe_pm)) = (classic, probe);
     let (tx, mut rx) = (vec![0xA5u8; size], vec![0u8; size]);
-    let (mut classic_round, mut kicks) = (Round::default(), KickRound::default());
+    let mut chunks = Vec::with_capacity(msgs.div_ceil(CHUNK) as usize);
+    let mut kicks = KickRound::default();
     let mut left = msgs;
     while left > 0 {
         let chunk = left.min(CHUNK);
-        classic_round += round_with(rig, style, (&tx, &mut rx), chunk, pm)?;
+        chunks.push(round_with(rig, style, (&tx, &mut rx), chunk, pm)?);
         kicks += probe.round(chunk, || send(probe_rig, style, &tx, &mut rx, probe_pm))?;
         left -= chunk;
     }
     kicks.wait_max_ns = probe.settle();
-    Ok((classic_round, kicks))
+    Ok((chunks, kicks))
 }
 
 fn sleep_loop(s: &Shared) {
@@ -232,12 +230,14 @@ mod tests {
         for b in blocks {
             b.trace_start(super::super::trace_capacity(4, msgs));
         }
-        let (c, k) =
+        let (chunks, k) =
             beside_classic((&classic, &mut pm), (&probe, &quiet, &mut probe_pm), Style::Unprepared, 4, msgs).unwrap();
-        assert_eq!((c.msgs, c.pump_kicks, k.kicks), (msgs, msgs, msgs));
-        assert_eq!(c.pump_wakeups + c.pump_kicks_coalesced, msgs, "{c:?}");
+        assert_eq!(chunks.iter().map(|c| c.msgs).collect::<Vec<_>>(), [CHUNK, CHUNK, 7]);
+        let sum = |f: fn(&Round) -> u64| chunks.iter().map(f).sum::<u64>();
+        assert_eq!((sum(|c| c.pump_kicks), k.kicks), (msgs, msgs));
+        assert_eq!(sum(|c| c.pump_wakeups) + sum(|c| c.pump_kicks_coalesced), msgs, "{chunks:?}");
         assert!(k.wakeups >= 1 && k.wakeups <= msgs && k.wait_max_ns > 0, "{k:?}");
-        assert!(c.elapsed_ns > 0 && k.elapsed_ns > 0);
+        assert!(chunks.iter().all(|c| c.elapsed_ns > 0) && k.elapsed_ns > 0, "{chunks:?} {k:?}");
         // The probe's bus never kicks its own pump.
         assert_eq!(quiet.bus.pump_kicks(), 0);
         // On the wires: classic's first chunk, then the probe's, then

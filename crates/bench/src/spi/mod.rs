@@ -4,9 +4,18 @@
 //! Every rig is its own lab with a loopback on CS 0 at the same clock;
 //! prepared and unprepared messages are sent over the same rig, so that the
 //! style is all that differs between them.
-//! Rounds of every policy are interleaved (A B A B …); per-message figures
-//! are medians over rounds (by default 10, more for long messages, each
-//! about 50 ms of wire: [`SpiOptions::rounds_for`]). Each round starts with
+//! Rounds of every policy are interleaved (A B A B …): by default 10, more
+//! for long messages, each about 50 ms of wire ([`SpiOptions::rounds_for`]).
+//! Within a round each series sends its messages in timed chunks of
+//! [`interleave::CHUNK`], and its per-message figures are medians over all
+//! its chunks, so that a stall of the host spoils the chunk it falls in,
+//! not the figure. Fast's unprepared and prepared series and linux-6.9's
+//! take turns chunk by chunk ([`interleave`]; their ratios are this
+//! report's closest), classic's chunks take turns with the kick probe's
+//! ([`kick_probe::beside_classic`]), and each ablation series sends its
+//! chunks alone (beside another, a switch that wakes a thread would leave
+//! its wake-ups to that one's chunks). The instant-wire series are timed a
+//! round at a time, the median over rounds. Each round starts with
 //! one untimed message: a rig left idle through the other series' rounds
 //! longer than its policy's `idle_delay` has been torn down, and the
 //! power-up would fall on whichever of its series came first (measured at
@@ -40,7 +49,7 @@
 //! wake-ups per kick that classic's kicks get from this host and lab, the
 //! pump taken out: a bare thread kicked after every message of a classic
 //! bus whose own pump is never kicked, in chunks of
-//! [`kick_probe::CHUNK`] messages that alternate with classic's own
+//! [`interleave::CHUNK`] messages that alternate with classic's own
 //! ([`kick_probe::beside_classic`]), so that both meet the host's stalls
 //! alike; classic's pump may read above it by chance, with
 //! `pump_wakeups_bound_detail`: its `kicks`, `wakeups`, `period_us` and
@@ -80,6 +89,7 @@
 //! every message of classic, linux-6.9 and fast on its own ([`samples`]),
 //! for [`SpiReport::latency_plot`]; the figures above never include it.
 
+pub mod interleave;
 pub mod kick_probe;
 pub mod rig;
 pub mod samples;
@@ -89,11 +99,12 @@ mod throughput;
 use crate::stats::{median, round as r};
 use crate::table::Table;
 use crate::usage::HostSteal;
+use interleave::Member;
 use kick_probe::{beside_classic, KickProbe, KickRound};
 use rig::{round, traced_cs_figures, Rig, Round, Style};
 use serde_json::{json, Value};
 use target::Target;
-use wirespeed::spi::Policy;
+use wirespeed::spi::{Policy, PreparedMessage};
 use wirespeed_time::now;
 
 /// The largest message the scenario and [`trace_sample`] send, in bytes
@@ -186,11 +197,11 @@ impl SpiOptions {
     /// The default rounds for `msgs` messages of `size` bytes at `hz`: 10,
     /// or more for long messages, as many as keep each round to about
     /// 50 ms of wire ([`ROUND_WIRE_NS`]) while it still holds at least
-    /// [`MIN_MSGS_PER_ROUND`] messages. A round's figure is its mean per
-    /// message, and the reported figure the median over rounds: a stall of
-    /// the host (here a few a second, each up to milliseconds) spoils the
-    /// round it falls in, so short rounds leave the median to the rounds it
-    /// missed. Measured on `--size 64 --hz 1000000 --count 6000`, three runs
+    /// [`MIN_MSGS_PER_ROUND`] messages. Before chunks ([`interleave`]) a
+    /// round's figure was its mean per message, and the reported figure the
+    /// median over rounds: a stall of the host (here a few a second, each
+    /// up to milliseconds) spoiled the round it fell in, so short rounds
+    /// left the median to the rounds it missed. Measured on `--size 64 --hz 1000000 --count 6000`, three runs
     /// each, A B A B: fast's overhead 0.89–2.10 µs in 10 rounds of 600
     /// messages (0.3 s), 0.71–0.75 in 62 rounds of about 100 (50 ms).
     pub fn rounds_for(size: usize, hz: u32, msgs: u64) -> u32 {
@@ -364,7 +375,8 @@ pub struct SpiReport {
     pub host_steal_pct: Option<f64>,
 }
 
-/// One style of message sent over one of the run's rigs, and its rounds.
+/// One style of message sent over one of the run's rigs, and its timed
+/// chunks (instant-wire series: its rounds).
 struct Series {
     rig: usize,
     style: Style,
@@ -440,6 +452,38 @@ impl SpiOptions {
 /// find what the other series used in the caches.
 pub const INSTANT_WIRE_MIN_PER_ROUND: u64 = 500;
 
+/// The series that take turns chunk by chunk ([`interleave`]): fast
+/// unprepared, fast prepared and linux-6.9, the ones the report sets against
+/// each other most closely (`overhead_ratio_vs_linux69`, `prepared_speedup`).
+const CHUNKED: [usize; 3] = [1, 2, 5];
+
+/// One round of the `group` series (indices into `series` and `pms`,
+/// distinct), `msgs` messages each in [`interleave::alternate`]'s chunks,
+/// after one untimed message each (as every round starts); each chunk is
+/// one of its series' rounds.
+fn chunked_round(
+    rigs: &[Rig],
+    series: &mut [Series],
+    pms: &mut [PreparedMessage],
+    group: &[usize],
+    size: usize,
+    msgs: u64,
+) -> Result<(), String> {
+    let mut slots: Vec<Option<&mut PreparedMessage>> = pms.iter_mut().map(Some).collect();
+    let mut members = Vec::with_capacity(group.len());
+    for &i in group {
+        let pm = slots[i].take().ok_or_else(|| format!("series {i} twice in one chunked group"))?;
+        let (rig, style) = (&rigs[series[i].rig], series[i].style);
+        round(rig, style, size, 1, pm)?;
+        members.push(Member { rig, style, pm });
+    }
+    let chunks = interleave::alternate(&mut members, size, msgs)?;
+    for (&i, c) in group.iter().zip(chunks) {
+        series[i].rounds.extend(c);
+    }
+    Ok(())
+}
+
 /// Runs the scenario.
 pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
     o.check()?;
@@ -500,25 +544,42 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
             if k % 2 == 0 { (0..series.len()).collect() } else { (0..series.len()).rev().collect() };
         // The rounds split the messages exactly.
         let per_round = o.msgs / u64::from(o.rounds) + u64::from(u64::from(k) < o.msgs % u64::from(o.rounds));
+        let mut chunked_done = false;
         for i in order {
+            if CHUNKED.contains(&i) {
+                if !std::mem::replace(&mut chunked_done, true) {
+                    let mut group = CHUNKED;
+                    if k % 2 == 1 {
+                        group.reverse();
+                    }
+                    chunked_round(&rigs, &mut series, &mut pms, &group, o.size, per_round)?;
+                }
+                continue;
+            }
             let rig = &rigs[series[i].rig];
-            let n = if rig.instant_wire { per_round.max(INSTANT_WIRE_MIN_PER_ROUND) } else { per_round };
+            let style = series[i].style;
             // Untimed: a rig idle through the other series' rounds for longer
             // than its policy's `idle_delay` was torn down, and whichever of
             // its series comes first in the round would pay the power-up.
-            round(rig, series[i].style, o.size, 1, &mut pms[i])?;
-            let rd = if i == 0 {
+            round(rig, style, o.size, 1, &mut pms[i])?;
+            if i == 0 {
                 // Classic beside the probe that measures its pump's ceiling.
-                let style = series[i].style;
                 round(&probe_rig, style, o.size, 1, &mut probe_pm)?;
                 let classic = (rig, &mut pms[i]);
-                let (rd, kicks) = beside_classic(classic, (&probe, &probe_rig, &mut probe_pm), style, o.size, n)?;
+                let (chunks, kicks) =
+                    beside_classic(classic, (&probe, &probe_rig, &mut probe_pm), style, o.size, per_round)?;
                 ceiling.push(kicks);
-                rd
+                series[i].rounds.extend(chunks);
+            } else if rig.instant_wire {
+                let n = per_round.max(INSTANT_WIRE_MIN_PER_ROUND);
+                series[i].rounds.push(round(rig, style, o.size, n, &mut pms[i])?);
             } else {
-                round(rig, series[i].style, o.size, n, &mut pms[i])?
-            };
-            series[i].rounds.push(rd);
+                // An ablation series, in chunks of its own: alternating with
+                // another, a switch that wakes a thread would leave its
+                // wake-ups to that one's chunks.
+                let mut alone = [Member { rig, style, pm: &mut pms[i] }];
+                series[i].rounds.extend(interleave::alternate(&mut alone, o.size, per_round)?.into_iter().flatten());
+            }
         }
     }
     drop((probe, probe_pm, probe_rig));

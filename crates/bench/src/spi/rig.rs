@@ -60,20 +60,6 @@ pub struct Round {
     pub pump_timer_wakeups: u64,
 }
 
-impl std::ops::AddAssign for Round {
-    fn add_assign(&mut self, o: Round) {
-        self.msgs += o.msgs;
-        self.elapsed_ns += o.elapsed_ns;
-        self.usage = self.usage + o.usage;
-        self.lab_wakes = self.lab_wakes + o.lab_wakes;
-        self.pump_wakeups += o.pump_wakeups;
-        self.pump_kicks += o.pump_kicks;
-        self.pump_kicks_coalesced += o.pump_kicks_coalesced;
-        self.pump_kick_wait_max_ns = self.pump_kick_wait_max_ns.max(o.pump_kick_wait_max_ns);
-        self.pump_timer_wakeups += o.pump_timer_wakeups;
-    }
-}
-
 /// How a round sends its messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Style {
