@@ -197,12 +197,13 @@ impl SpiOptions {
     /// The default rounds for `msgs` messages of `size` bytes at `hz`: 10,
     /// or more for long messages, as many as keep each round to about
     /// 50 ms of wire ([`ROUND_WIRE_NS`]) while it still holds at least
-    /// [`MIN_MSGS_PER_ROUND`] messages. Before chunks ([`interleave`]) a
-    /// round's figure was its mean per message, and the reported figure the
-    /// median over rounds: a stall of the host (here a few a second, each
-    /// up to milliseconds) spoiled the round it fell in, so short rounds
-    /// left the median to the rounds it missed. Measured on `--size 64 --hz 1000000 --count 6000`, three runs
-    /// each, A B A B: fast's overhead 0.89–2.10 µs in 10 rounds of 600
+    /// [`MIN_MSGS_PER_ROUND`] messages. This was chosen when a round's
+    /// figure was its mean per message and the reported figure the median
+    /// over rounds (before [`interleave`]'s chunks): a stall of the host
+    /// (here a few a second, each up to milliseconds) spoiled the round it
+    /// fell in, so short rounds left the median to the rounds it missed.
+    /// Measured on `--size 64 --hz 1000000 --count 6000`, three runs each,
+    /// A B A B: fast's overhead 0.89–2.10 µs in 10 rounds of 600
     /// messages (0.3 s), 0.71–0.75 in 62 rounds of about 100 (50 ms).
     pub fn rounds_for(size: usize, hz: u32, msgs: u64) -> u32 {
         let default = u64::from(SpiOptions::default().rounds);
@@ -375,22 +376,22 @@ pub struct SpiReport {
     pub host_steal_pct: Option<f64>,
 }
 
-/// One style of message sent over one of the run's rigs, and its timed
-/// chunks (instant-wire series: its rounds).
+/// One style of message sent over one of the run's rigs, and what it timed.
 struct Series {
     rig: usize,
     style: Style,
-    rounds: Vec<Round>,
+    /// Its timed chunks (instant-wire series: its rounds, whole).
+    timed: Vec<Round>,
 }
 
 impl Series {
     fn figures(&self, wire_us: f64, cs: (f64, f64)) -> PolicyFigures {
         let per =
-            |f: &dyn Fn(&Round) -> f64| median(&self.rounds.iter().map(|r| f(r) / r.msgs as f64).collect::<Vec<_>>());
-        let msgs: u64 = self.rounds.iter().map(|r| r.msgs).sum();
-        let wakeups: u64 = self.rounds.iter().map(|r| r.pump_wakeups).sum();
-        let kicks: u64 = self.rounds.iter().map(|r| r.pump_kicks).sum();
-        let coalesced: u64 = self.rounds.iter().map(|r| r.pump_kicks_coalesced).sum();
+            |f: &dyn Fn(&Round) -> f64| median(&self.timed.iter().map(|r| f(r) / r.msgs as f64).collect::<Vec<_>>());
+        let msgs: u64 = self.timed.iter().map(|r| r.msgs).sum();
+        let wakeups: u64 = self.timed.iter().map(|r| r.pump_wakeups).sum();
+        let kicks: u64 = self.timed.iter().map(|r| r.pump_kicks).sum();
+        let coalesced: u64 = self.timed.iter().map(|r| r.pump_kicks_coalesced).sum();
         PolicyFigures {
             elapsed_us_per_msg: per(&|r| r.elapsed_ns as f64 / 1e3),
             wire_us_per_msg: wire_us,
@@ -399,9 +400,9 @@ impl Series {
             pump_wakeups_per_msg: wakeups as f64 / msgs as f64,
             pump_kicks_per_msg: kicks as f64 / msgs as f64,
             pump_kicks_coalesced_per_msg: coalesced as f64 / msgs as f64,
-            pump_kick_wait_max_us: self.rounds.iter().map(|r| r.pump_kick_wait_max_ns).max().unwrap_or(0) as f64 / 1e3,
+            pump_kick_wait_max_us: self.timed.iter().map(|r| r.pump_kick_wait_max_ns).max().unwrap_or(0) as f64 / 1e3,
             pump_wakeups_ceiling: None,
-            pump_idle_timer_wakeups: self.rounds.iter().map(|r| r.pump_timer_wakeups).sum(),
+            pump_idle_timer_wakeups: self.timed.iter().map(|r| r.pump_timer_wakeups).sum(),
             ctx_switches_per_msg: per(&|r| r.usage.ctx_switches as f64),
             cpu_us_per_msg: per(&|r| r.usage.cpu_ns as f64 / 1e3),
             lab_wake_us_per_msg: per(&|r| r.lab_wakes.ns as f64 / 1e3),
@@ -459,8 +460,8 @@ const CHUNKED: [usize; 3] = [1, 2, 5];
 
 /// One round of the `group` series (indices into `series` and `pms`,
 /// distinct), `msgs` messages each in [`interleave::alternate`]'s chunks,
-/// after one untimed message each (as every round starts); each chunk is
-/// one of its series' rounds.
+/// after one untimed message each (as every round starts); each chunk goes
+/// to its series' `timed`.
 fn chunked_round(
     rigs: &[Rig],
     series: &mut [Series],
@@ -479,7 +480,7 @@ fn chunked_round(
     }
     let chunks = interleave::alternate(&mut members, size, msgs)?;
     for (&i, c) in group.iter().zip(chunks) {
-        series[i].rounds.extend(c);
+        series[i].timed.extend(c);
     }
     Ok(())
 }
@@ -502,7 +503,7 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
         Rig::on(t, Policy::linux69(), o.hz, false)?,
         Rig::on(t, mapping, o.hz, t.is_lab_block())?,
     ];
-    let on = |rig, style| Series { rig, style, rounds: Vec::new() };
+    let on = |rig, style| Series { rig, style, timed: Vec::new() };
     // Series: 0 classic, 1 fast, 2 fast prepared, 3/4 the same two on the
     // instant wire, 5 linux-6.9, 6 unprepared without bounce buffers on the
     // instant wire, then the ablation series.
@@ -569,16 +570,16 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
                 let (chunks, kicks) =
                     beside_classic(classic, (&probe, &probe_rig, &mut probe_pm), style, o.size, per_round)?;
                 ceiling.push(kicks);
-                series[i].rounds.extend(chunks);
+                series[i].timed.extend(chunks);
             } else if rig.instant_wire {
                 let n = per_round.max(INSTANT_WIRE_MIN_PER_ROUND);
-                series[i].rounds.push(round(rig, style, o.size, n, &mut pms[i])?);
+                series[i].timed.push(round(rig, style, o.size, n, &mut pms[i])?);
             } else {
                 // An ablation series, in chunks of its own: alternating with
                 // another, a switch that wakes a thread would leave its
                 // wake-ups to that one's chunks.
                 let mut alone = [Member { rig, style, pm: &mut pms[i] }];
-                series[i].rounds.extend(interleave::alternate(&mut alone, o.size, per_round)?.into_iter().flatten());
+                series[i].timed.extend(interleave::alternate(&mut alone, o.size, per_round)?.into_iter().flatten());
             }
         }
     }
@@ -745,7 +746,7 @@ impl SpiReport {
         row(&mut t, "context switches", c.ctx_switches_per_msg, l.ctx_switches_per_msg, f.ctx_switches_per_msg, 3);
         row(&mut t, "CPU (µs)", c.cpu_us_per_msg, l.cpu_us_per_msg, f.cpu_us_per_msg, 3);
         let mut out = format!(
-            "E2 spi: {} sync messages of {} bytes at {} MHz{} per policy, {} interleaved rounds (medians)\n\n{}",
+            "E2 spi: {} sync messages of {} bytes at {} MHz{} per policy, {} interleaved rounds (medians over chunks of {} messages)\n\n{}",
             self.options.msgs,
             self.options.size,
             f64::from(self.clock_hz) / 1e6,
@@ -755,6 +756,7 @@ impl SpiReport {
                 format!(" (asked {} MHz)", f64::from(self.options.hz) / 1e6)
             },
             self.options.rounds,
+            interleave::CHUNK,
             t.render()
         );
         out.push_str(&format!(

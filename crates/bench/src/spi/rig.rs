@@ -44,7 +44,7 @@ impl Rig {
     }
 }
 
-/// Totals of one timed round.
+/// Totals of back-to-back messages timed together: a round, or a chunk of one.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Round {
     pub msgs: u64,
