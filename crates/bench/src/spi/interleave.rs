@@ -1,23 +1,25 @@
 //! Series measured side by side in chunks: one round's messages of every
 //! member sent in alternating chunks of [`CHUNK`], each chunk timed on its
-//! own.
+//! own ([`alternate`]; [`in_chunks`] is the loop, which the kick probe's
+//! `beside_classic` shares).
 //!
 //! The host is not steady. Its stalls (here the guest kernel's kdamond takes
 //! a CPU for about a millisecond several times a second) and its slower
-//! stretches fall on whichever series runs at that moment, and a round of
-//! thousands of messages takes a few of them whole: measured a round after
-//! another, fast's and linux-6.9's overheads (about 0.4–0.5 µs each) read
-//! 0.87–1.00 of each other in eight runs of `bench spi`. Alternating chunks
-//! meet the same host, and the median over chunks leaves out the few a
-//! stall fell in: over the same eight runs' chunks, 0.93–0.96, around the
-//! 0.945 that their instruction counts give (`scripts/instructions`).
+//! stretches fall on whichever chunk runs at that moment. A round's mean
+//! takes every stall of the round: over rounds of 2,000 messages, fast's
+//! and linux-6.9's overheads (about 0.4–0.5 µs each) read 0.87–1.00 of each
+//! other in eight runs of `bench spi`, while the medians over the same
+//! messages' chunks, which leave out the few chunks a stall fell in, read
+//! 0.93–0.96, around the 0.945 that their instruction counts give
+//! (`scripts/instructions`).
 
 use super::rig::{round_with, Rig, Round, Style};
 use wirespeed::spi::PreparedMessage;
 
 /// Messages per chunk: about half a millisecond of classic's messages or
-/// 0.2 ms of fast's here, shorter than the host's stalls (one to four
-/// milliseconds), so that one spans members alike or spoils one chunk.
+/// 0.2 ms of fast's here, shorter than the host's stalls (about a
+/// millisecond, up to four), so that one spans members alike or spoils one
+/// chunk.
 pub const CHUNK: u64 = 50;
 
 /// One member: a rig, how it sends, and its prepared message.
@@ -28,6 +30,18 @@ pub struct Member<'a> {
     pub pm: &'a mut PreparedMessage,
 }
 
+/// Calls `each` with the sizes of consecutive chunks that add up to `msgs`
+/// ([`CHUNK`] each, the last one shorter), stopping at its first error.
+pub fn in_chunks(msgs: u64, mut each: impl FnMut(u64) -> Result<(), String>) -> Result<(), String> {
+    let mut left = msgs;
+    while left > 0 {
+        let chunk = left.min(CHUNK);
+        each(chunk)?;
+        left -= chunk;
+    }
+    Ok(())
+}
+
 /// Sends `msgs` messages of `size` bytes through every member, in chunks of
 /// [`CHUNK`] (the last one shorter) that take turns in the members' order;
 /// returns each member's chunks, in the order sent.
@@ -35,14 +49,12 @@ pub fn alternate(members: &mut [Member<'_>], size: usize, msgs: u64) -> Result<V
     let (tx, mut rx) = (vec![0xA5u8; size], vec![0u8; size]);
     let chunks = msgs.div_ceil(CHUNK) as usize;
     let mut out: Vec<Vec<Round>> = members.iter().map(|_| Vec::with_capacity(chunks)).collect();
-    let mut left = msgs;
-    while left > 0 {
-        let chunk = left.min(CHUNK);
+    in_chunks(msgs, |chunk| {
         for (m, rounds) in members.iter_mut().zip(out.iter_mut()) {
             rounds.push(round_with(m.rig, m.style, (&tx, &mut rx), chunk, m.pm)?);
         }
-        left -= chunk;
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 

@@ -25,7 +25,7 @@
 //! chunks of [`CHUNK`] messages, shorter than such a stall, and neither
 //! waits for its woken thread between chunks: both meet the same host.
 
-use super::interleave::CHUNK;
+use super::interleave::{in_chunks, CHUNK};
 use super::rig::{round_with, send, Rig, Round, Style};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -144,13 +144,11 @@ pub fn beside_classic(
     let (tx, mut rx) = (vec![0xA5u8; size], vec![0u8; size]);
     let mut chunks = Vec::with_capacity(msgs.div_ceil(CHUNK) as usize);
     let mut kicks = KickRound::default();
-    let mut left = msgs;
-    while left > 0 {
-        let chunk = left.min(CHUNK);
+    in_chunks(msgs, |chunk| {
         chunks.push(round_with(rig, style, (&tx, &mut rx), chunk, pm)?);
         kicks += probe.round(chunk, || send(probe_rig, style, &tx, &mut rx, probe_pm))?;
-        left -= chunk;
-    }
+        Ok(())
+    })?;
     kicks.wait_max_ns = probe.settle();
     Ok((chunks, kicks))
 }

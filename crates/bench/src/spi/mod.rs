@@ -545,16 +545,17 @@ pub fn run(o: &SpiOptions) -> Result<SpiReport, String> {
             if k % 2 == 0 { (0..series.len()).collect() } else { (0..series.len()).rev().collect() };
         // The rounds split the messages exactly.
         let per_round = o.msgs / u64::from(o.rounds) + u64::from(u64::from(k) < o.msgs % u64::from(o.rounds));
-        let mut chunked_done = false;
         for i in order {
-            if CHUNKED.contains(&i) {
-                if !std::mem::replace(&mut chunked_done, true) {
-                    let mut group = CHUNKED;
-                    if k % 2 == 1 {
-                        group.reverse();
-                    }
-                    chunked_round(&rigs, &mut series, &mut pms, &group, o.size, per_round)?;
+            // The group runs once a round, in the place of its first series.
+            if i == CHUNKED[0] {
+                let mut group = CHUNKED;
+                if k % 2 == 1 {
+                    group.reverse();
                 }
+                chunked_round(&rigs, &mut series, &mut pms, &group, o.size, per_round)?;
+                continue;
+            }
+            if CHUNKED.contains(&i) {
                 continue;
             }
             let rig = &rigs[series[i].rig];
