@@ -592,3 +592,51 @@ fn a_prepared_message_runs_only_on_the_device_it_was_prepared_for() {
     fast.run(&mut pm).unwrap();
     assert_eq!(a.loopback.words(), 8);
 }
+
+/// `async_in_caller`: a short async message on an idle bus runs before
+/// `submit` returns, with no wake-up of the pump; the kernel presets queue
+/// it for the pump as `spi_async` does. A callback, a message too long, or
+/// a bus held elsewhere still goes through the queue, in order.
+#[test]
+fn a_short_async_message_on_an_idle_bus_runs_in_the_submitting_thread_with_async_in_caller() {
+    for (policy, in_caller) in [(Policy::fast(), true), (Policy::linux69(), false), (Policy::classic(), false)] {
+        let (_lab, rec, bus) = recorder_bus(policy.clone());
+        let dev = bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+        dev.write(&[0]).unwrap(); // powers the controller up (one wake-up of the pump)
+        std::thread::sleep(Duration::from_millis(5)); // the pump is asleep again
+        let wakeups = bus.pump_wakeups();
+        let p = dev.submit(dev.prepare(vec![OwnedTransfer::write(vec![1, 2, 3])]).unwrap());
+        // (A kernel preset's pump may have run it by now too.)
+        assert!(p.is_done() || !in_caller);
+        let (_, r) = p.wait();
+        r.unwrap();
+        assert_eq!(bus.pump_wakeups() == wakeups, in_caller, "{policy:?}");
+        assert_eq!(rec.windows.lock().unwrap().last().unwrap(), &[1, 2, 3]);
+    }
+    let (_lab, rec, bus) = recorder_bus(Policy::fast());
+    let dev = bus.device(DeviceConfig::new(0, 1_000_000)).unwrap();
+    // A callback runs on the pump thread, as documented.
+    let (tx, rx) = std::sync::mpsc::channel();
+    dev.submit_with(dev.prepare(vec![OwnedTransfer::write(vec![4])]).unwrap(), move |_, r| {
+        tx.send((std::thread::current().name().map(str::to_owned), r.is_ok())).unwrap();
+    });
+    let (name, ok) = rx.recv().unwrap();
+    assert!(ok && name.is_some_and(|n| n.starts_with("spi-pump")));
+    // 4 KiB at 1 MHz (33 ms of wire) is too long to run before returning.
+    const { assert!(wirespeed::spi::ASYNC_IN_CALLER_MAX_NS < 33_000_000) };
+    let long = dev.submit(dev.prepare(vec![OwnedTransfer::write(vec![5; 4096])]).unwrap());
+    assert!(!long.is_done());
+    let (_, r) = long.wait();
+    r.unwrap();
+    // On a bus held by another thread it queues, and runs after the holder's messages.
+    let short = with_bus_held_elsewhere(&dev, |release| {
+        let p = dev.submit(dev.prepare(vec![OwnedTransfer::write(vec![6])]).unwrap());
+        assert!(!p.is_done());
+        release();
+        p
+    });
+    let (_, r) = short.wait();
+    r.unwrap();
+    let w = rec.windows.lock().unwrap();
+    assert_eq!(w.iter().map(|w| w[0]).collect::<Vec<_>>(), [4, 5, 6]);
+}

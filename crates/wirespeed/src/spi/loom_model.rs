@@ -66,7 +66,9 @@ impl Controller for Fake {
 }
 
 /// A bus on the fake controller (fast policy, idle timer out of the way) and two devices.
-fn bus() -> (Bus, SpiDevice, SpiDevice, Log) {
+/// A bus on [`Fake`]; `async_in_caller` as given (on: an async message may
+/// run in its submitter's thread, off: always through the pump).
+fn bus(async_in_caller: bool) -> (Bus, SpiDevice, SpiDevice, Log) {
     let log = Log::default();
     let caps = ControllerCaps {
         name: "loom",
@@ -80,7 +82,7 @@ fn bus() -> (Bus, SpiDevice, SpiDevice, Log) {
         has_irq: false,
         mode_flags: super::ModeFlags::NONE,
     };
-    let policy = Policy { idle_delay: Duration::from_secs(3600), ..Policy::fast() };
+    let policy = Policy { idle_delay: Duration::from_secs(3600), async_in_caller, ..Policy::fast() };
     let bus = Bus::new(Fake { caps, cs: None, log: log.clone() }, policy);
     let a = bus.device(DeviceConfig::new(0, 1_000_000)).unwrap();
     let b = bus.device(DeviceConfig::new(1, 1_000_000)).unwrap();
@@ -115,8 +117,18 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 /// message runs once.
 #[test]
 fn spi_loom_async_then_sync_against_a_concurrent_sync() {
-    model(|| {
-        let (bus, a, b, log) = bus();
+    async_then_sync(false);
+}
+
+/// The same, where A's async message may run in A's thread.
+#[test]
+fn spi_loom_async_in_caller_then_sync_against_a_concurrent_sync() {
+    async_then_sync(true);
+}
+
+fn async_then_sync(async_in_caller: bool) {
+    model(move || {
+        let (bus, a, b, log) = bus(async_in_caller);
         let tb = thread::spawn(move || {
             b.sync(&mut [Transfer::write(&[3])]).unwrap();
         });
@@ -144,8 +156,18 @@ fn spi_loom_async_then_sync_against_a_concurrent_sync() {
 /// or not: the pump must never sleep with a job queued.
 #[test]
 fn spi_loom_submit_races_the_pump_going_to_sleep() {
-    model(|| {
-        let (bus, a, b, log) = bus();
+    submits_race_the_pump(false);
+}
+
+/// The same, where a submit finding the bus idle runs in its own thread.
+#[test]
+fn spi_loom_submit_in_caller_races_the_pump_going_to_sleep() {
+    submits_race_the_pump(true);
+}
+
+fn submits_race_the_pump(async_in_caller: bool) {
+    model(move || {
+        let (bus, a, b, log) = bus(async_in_caller);
         let tb = thread::spawn(move || {
             let (_, r) = submit(&b, 3).wait();
             r.unwrap();

@@ -90,7 +90,7 @@ mod waits;
 mod wakeup;
 
 pub use bounce::BOUNCE_MAX;
-pub use bus::Bus;
+pub use bus::{Bus, ASYNC_IN_CALLER_MAX_NS};
 pub use controller::{
     ClockModel, Completion, Controller, ControllerCaps, ControllerFault, DmaAddrs, DmaSupport, InFlight, TransferTiming,
 };
@@ -221,6 +221,12 @@ impl SpiDevice {
 
     /// Queues a prepared message for the pump thread and returns at once.
     /// Messages to one device complete in submission order.
+    ///
+    /// With [`Policy::async_in_caller`] (on in [`Policy::fast`]), a message
+    /// of at most [`ASYNC_IN_CALLER_MAX_NS`] of wire time submitted to an
+    /// idle bus runs in this thread instead, and is complete when `submit`
+    /// returns (the handle's [`is_done`](Pending::is_done) is true): handing
+    /// a short message to another thread costs more than its wire time.
     pub fn submit(&self, msg: PreparedMessage) -> Pending {
         let slot = prepared::slot_of(&msg, self.bus.inner.id());
         self.submit_job(msg, None);
@@ -253,9 +259,7 @@ impl SpiDevice {
             job.complete(Err(e));
             return;
         }
-        if let Err(pump::Job::Async(job)) = self.bus.inner.enqueue(pump::Job::Async(job)) {
-            job.complete(Err(SpiError::BusGone));
-        }
+        self.bus.inner.submit(job);
     }
 
     /// Takes the bus for an exclusive sequence: other devices' sync calls wait

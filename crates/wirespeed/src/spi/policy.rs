@@ -21,6 +21,7 @@ use std::time::Duration;
 /// | switch | off (the kernel's way) | source | classic | linux-6.9 | fast |
 /// |---|---|---|---|---|---|
 /// | `sync_in_caller` | every sync message handed to the pump thread and waited for | `spi_async` + wait; no kernel preset: 5.18 and 6.x both pump a sync message in the caller when idle (`__spi_sync` → `__spi_pump_messages(ctlr, false)`, `spi_sync_immediate`) | on | on | on |
+/// | `async_in_caller` | every async message queued for the pump thread, which is woken for it | 5.18 and 6.9 `spi_async` → `__spi_async` → `spi_queued_transfer` → `__spi_queued_transfer`: queued, `kthread_queue_work` when the controller is not busy (seed 000 §5 step 8: the CAN driver's TX; its kernel C replaced that `spi_async` with a sync equivalent) | off | off | on |
 /// | `direct_sync` | a sync message on an idle bus goes through the queue in the caller's thread: queued under the queue lock, taken off under it, the lock taken again at finalize | 5.18 `__spi_sync` → `__spi_queued_transfer`, `__spi_pump_messages`, `spi_finalize_current_message`; 6.0 `__spi_transfer_message_noqueue` skips it | off | on | on |
 /// | `quiet_pump` | the pump thread is kicked after every finalized message, to look for more work and tear down | 5.18 `spi_finalize_current_message` → `kthread_queue_work`; 6.0: no kick for the no-queue sync path | off | on | on |
 /// | `lockfree_stats` | statistics under spinlocks, in two copies (controller's and device's): a sync message takes 3 round trips per copy (`spi_sync`, `spi_sync_immediate` in `__spi_sync`; `messages` in `spi_transfer_one_message`), a queued one 2 (`spi_async` or `spi_sync`, `messages`), each transfer 1 (`spi_statistics_add_transfer_stats`): 6 + 2 per transfer for a sync message | 5.18 `SPI_STATISTICS_ADD_TO_FIELD` (seed 000 §6.1); 6.0: per-cpu `u64_stats` | off | on | on |
@@ -47,6 +48,13 @@ pub struct Policy {
     /// Off: it is handed to the pump thread and the caller waits for its
     /// completion (`spi_async` and a wait; no kernel preset does this for sync).
     pub sync_in_caller: bool,
+    /// On: an async message without a callback, of at most
+    /// [`ASYNC_IN_CALLER_MAX_NS`](super::ASYNC_IN_CALLER_MAX_NS) of wire
+    /// time, submitted to an idle bus (held by nobody, nothing queued) runs
+    /// in the submitting thread as a sync message does, and is complete when
+    /// `submit` returns. Off: every async message is queued for the pump
+    /// thread, which is woken for it (`spi_async`, 5.18 and 6.9).
+    pub async_in_caller: bool,
     /// On: a sync message on an idle bus runs without touching the queue
     /// (6.0 `__spi_transfer_message_noqueue`). Off: it is queued and taken
     /// off the queue again in the caller's thread under the queue lock, which
@@ -140,6 +148,7 @@ impl Policy {
     pub fn fast() -> Policy {
         Policy {
             sync_in_caller: true,
+            async_in_caller: true,
             direct_sync: true,
             quiet_pump: true,
             lockfree_stats: true,
@@ -161,6 +170,7 @@ impl Policy {
     pub fn classic() -> Policy {
         Policy {
             sync_in_caller: true,
+            async_in_caller: false,
             direct_sync: false,
             quiet_pump: false,
             lockfree_stats: false,
@@ -182,6 +192,7 @@ impl Policy {
     pub fn linux69() -> Policy {
         Policy {
             sync_in_caller: true,
+            async_in_caller: false,
             direct_sync: true,
             quiet_pump: true,
             lockfree_stats: true,
@@ -203,8 +214,9 @@ impl Policy {
     pub const PRESETS: [&'static str; 3] = ["classic", "linux-6.9", "fast"];
 
     /// The names of the switches, for ablation and the CLI.
-    pub const SWITCHES: [&'static str; 13] = [
+    pub const SWITCHES: [&'static str; 14] = [
         "sync_in_caller",
+        "async_in_caller",
         "direct_sync",
         "quiet_pump",
         "lockfree_stats",
@@ -223,6 +235,7 @@ impl Policy {
     pub fn set(&mut self, switch: &str, on: bool) -> bool {
         let field = match switch {
             "sync_in_caller" => &mut self.sync_in_caller,
+            "async_in_caller" => &mut self.async_in_caller,
             "direct_sync" => &mut self.direct_sync,
             "quiet_pump" => &mut self.quiet_pump,
             "lockfree_stats" => &mut self.lockfree_stats,

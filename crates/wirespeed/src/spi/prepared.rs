@@ -20,7 +20,8 @@
 //!     dev.run(&mut status).unwrap();
 //!     assert_eq!(status.rx(0).unwrap()[3], i);
 //! }
-//! // Async: the message travels to the pump and comes back.
+//! // Async: the message comes back with its result (on this idle bus the
+//! // fast policy ran it before `submit` returned; otherwise the pump runs it).
 //! let pending = dev.submit(status);
 //! let (status, result) = pending.wait();
 //! result.unwrap();
