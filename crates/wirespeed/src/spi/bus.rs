@@ -246,8 +246,8 @@ impl BusInner {
     /// the submitting thread when the bus is idle (held by nobody, nothing
     /// queued: every earlier message has completed), as a sync message does,
     /// and is complete when this returns. Anything else is queued for the
-    /// pump thread.
-    pub(crate) fn submit(&self, mut job: AsyncJob) {
+    /// pump thread. Returns whether it ran here.
+    pub(crate) fn submit(&self, mut job: AsyncJob) -> bool {
         if self.policy.async_in_caller && job.callback.is_none() && job.msg.wire_ns() <= ASYNC_IN_CALLER_MAX_NS {
             if let Some(mut hw) = self.try_lock_hw() {
                 if self.queue_len.load(Ordering::Acquire) == 0 {
@@ -259,13 +259,14 @@ impl BusInner {
                         self.kick_pump(end);
                     }
                     job.complete(r);
-                    return;
+                    return true;
                 }
             }
         }
         if let Err(pump::Job::Async(job)) = self.enqueue(pump::Job::Async(job)) {
             job.complete(Err(SpiError::BusGone));
         }
+        false
     }
 
     /// Wakes the pump to look for work, as 5.18's `kthread_queue_work` after

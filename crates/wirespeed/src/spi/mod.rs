@@ -225,12 +225,12 @@ impl SpiDevice {
     /// With [`Policy::async_in_caller`] (on in [`Policy::fast`]), a message
     /// of at most [`ASYNC_IN_CALLER_MAX_NS`] of wire time submitted to an
     /// idle bus runs in this thread instead, and is complete when `submit`
-    /// returns (the handle's [`is_done`](Pending::is_done) is true): handing
+    /// returns (the handle's [`ran_in_caller`](Pending::ran_in_caller) is true): handing
     /// a short message to another thread costs more than its wire time.
     pub fn submit(&self, msg: PreparedMessage) -> Pending {
         let slot = prepared::slot_of(&msg, self.bus.inner.id());
-        self.submit_job(msg, None);
-        Pending::new(slot)
+        let ran_here = self.submit_job(msg, None);
+        Pending::new(slot, ran_here)
     }
 
     /// Queues a prepared message; `done` runs on the pump thread when it completes.
@@ -253,13 +253,14 @@ impl SpiDevice {
         self.submit_job(msg, Some(Callback::new(done)));
     }
 
-    fn submit_job(&self, msg: PreparedMessage, callback: Option<Callback>) {
+    /// Returns whether the message ran in this thread.
+    fn submit_job(&self, msg: PreparedMessage, callback: Option<Callback>) -> bool {
         let mut job = prepared::AsyncJob { dev: self.state.clone(), msg, submitted: now(), callback };
         if let Err(e) = self.check_prepared(&mut job.msg) {
             job.complete(Err(e));
-            return;
+            return false;
         }
-        self.bus.inner.submit(job);
+        self.bus.inner.submit(job)
     }
 
     /// Takes the bus for an exclusive sequence: other devices' sync calls wait

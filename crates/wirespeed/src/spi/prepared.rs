@@ -385,6 +385,7 @@ impl AsyncJob {
 /// limit), or poll it.
 pub struct Pending {
     slot: Option<Arc<Slot>>,
+    ran_in_caller: bool,
 }
 
 impl fmt::Debug for Pending {
@@ -394,8 +395,16 @@ impl fmt::Debug for Pending {
 }
 
 impl Pending {
-    pub(crate) fn new(slot: Arc<Slot>) -> Pending {
-        Pending { slot: Some(slot) }
+    pub(crate) fn new(slot: Arc<Slot>, ran_in_caller: bool) -> Pending {
+        Pending { slot: Some(slot), ran_in_caller }
+    }
+
+    /// Whether the message ran in the submitting thread, before `submit`
+    /// returned ([`Policy::async_in_caller`](super::Policy::async_in_caller)):
+    /// it is done, and nothing was handed to the pump thread. False when
+    /// it was queued, even if the pump has run it since.
+    pub fn ran_in_caller(&self) -> bool {
+        self.ran_in_caller
     }
 
     /// Whether the message has completed.
@@ -452,7 +461,7 @@ impl Pending {
             if left.is_some_and(|l| l.is_zero()) || never {
                 st.waiting = false;
                 drop(st);
-                return Err(Pending { slot: Some(slot) });
+                return Err(Pending { slot: Some(slot), ran_in_caller: self.ran_in_caller });
             }
             st.waiting = true;
             st = match left {
