@@ -436,3 +436,73 @@ fn send_refuses_an_identifier_out_of_range_instead_of_truncating_it() {
     std::thread::sleep(Duration::from_millis(5));
     assert!(rec.records().is_empty(), "nothing sent: {:?}", rec.records());
 }
+
+/// A frame's TX message is submitted as Linux's `spi_async`: the fast
+/// policy runs it before `send` returns (a failure is that call's), a
+/// kernel preset's pump thread runs it (a failure comes back from
+/// `flush_tx` or the next `send`). Either way the failed frame is taken
+/// back, and the next one goes out.
+#[test]
+fn a_failed_tx_message_is_reported_and_its_frame_taken_back_under_every_policy() {
+    use wirespeed::spi::Policy;
+    for (policy, name) in
+        [(Policy::fast as fn() -> Policy, "fast"), (Policy::linux69, "linux-6.9"), (Policy::classic, "classic")]
+    {
+        let mut r = common::rig_with(common::RigOptions { policy, ..common::RigOptions::new(500_000) });
+        let _peer = Generator::attach(&r.can, "peer", GeneratorConfig { count: 0, ..Default::default() }).unwrap();
+        let rec = Recorder::attach(&r.can, 16);
+        let mut d = driver(&mut r, Config { tx_timestamps: false, ..cfg(500_000) }).unwrap();
+        let f = |b: u8| Frame::classic(CanId::Standard(0x123), &[b]).unwrap();
+        d.send(&f(1)).unwrap();
+        d.flush_tx().unwrap();
+        let before = (d.stats().tx_frames, d.tx_in_flight());
+        r.block.refuse_next_start();
+        // Reported once: by this send in fast, by the flush otherwise.
+        let from_send = matches!(d.send(&f(2)), Err(Error::Spi(_)));
+        let from_flush = matches!(d.flush_tx(), Err(Error::Spi(_)));
+        assert_eq!((from_send, from_flush), (name == "fast", name != "fast"), "{name}");
+        assert_eq!((d.stats().tx_frames, d.tx_in_flight()), before, "{name}: the failed frame is taken back");
+        d.send(&f(3)).unwrap();
+        d.flush_tx().unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        d.poll().unwrap();
+        d.reap_tef().unwrap();
+        assert_eq!((d.stats().tx_done, d.tx_in_flight()), (2, 0), "{name}");
+        let on_wire: Vec<u8> = rec.records().iter().filter(|r| r.error.is_none()).map(|r| r.frame.data()[0]).collect();
+        assert_eq!(on_wire, [1, 3], "{name}");
+    }
+}
+
+/// Under a kernel preset the TX message waits for the SPI core's pump
+/// thread, so an RX UINC riding in it would hold INT low after the pass
+/// and the next wait could end at once in a pass that finds nothing. The
+/// driver sees its TX did not run in its thread and sends the UINC in the
+/// interrupt's pass, as the Linux driver does: INT is high again when
+/// `recv` returns (from the second frame on: the first send tells it).
+#[test]
+fn echoes_under_a_kernel_preset_cost_no_interrupt_pass_for_nothing() {
+    use wirespeed::spi::Policy;
+    for (policy, name) in
+        [(Policy::classic as fn() -> Policy, "classic"), (Policy::linux69, "linux-6.9"), (Policy::fast, "fast")]
+    {
+        let mut r = common::rig_with(common::RigOptions { policy, ..common::RigOptions::new(500_000) });
+        let gen =
+            Generator::attach(&r.can, "cangen", GeneratorConfig { count: 20, gap_ns: 2_000_000, ..Default::default() })
+                .unwrap();
+        let mut d = driver(&mut r, cfg(500_000)).unwrap();
+        gen.start(now());
+        for i in 0..20 {
+            let f = d.recv(Some(Duration::from_secs(2))).unwrap().unwrap_or_else(|| panic!("{name}: frame {i}"));
+            if i > 0 {
+                // Fast defers the UINC into the TX message (INT still low);
+                // a kernel preset has sent it (INT high, the FIFO empty).
+                assert_eq!(r.dev.int_pin().is_high(), name != "fast", "{name}: frame {i}");
+            }
+            d.send(&f.with_id(CanId::Standard(0x078)).unwrap()).unwrap();
+        }
+        d.flush_tx().unwrap();
+        let s = d.stats();
+        assert!(s.spurious <= 1, "{name}: {s:?}");
+        assert_eq!(s.rx_frames, 20, "{name}");
+    }
+}

@@ -55,10 +55,14 @@
 //! - the **load run** (back-to-back frames, 20,000 by default) for CPU:
 //!   `irq_thread_cpu_pct` is the CPU time of the threads that do the IRQ
 //!   path's work — the echo thread (`CLOCK_THREAD_CPUTIME_ID`) plus the SPI
-//!   core's pump thread (`/proc/self/task/*/schedstat`), which runs the
-//!   driver's async TX messages and, in classic, wakes after every message
-//!   (in the seed's kernel the IRQ thread itself pumped its `spi_sync`
-//!   messages, so its 13.3 % includes that work) —
+//!   core's pump thread (`/proc/self/task/*/schedstat`), which under the
+//!   kernel presets runs the driver's TX messages (submitted as Linux's
+//!   driver does, `spi_async`: seed 000's step 8; fast runs them in the
+//!   echo thread on its idle bus, `async_in_caller`, as the seed's kernel C
+//!   replaced that `spi_async` with a sync call) and, in classic, wakes
+//!   after every message it did not run (the seed counted only its IRQ
+//!   thread, 13.3 %, which pumped its own `spi_sync` messages; its pump
+//!   thread ran the TX) —
 //!   over the run's elapsed time; both parts are reported too. Part of it
 //!   is the emulation's, not the stack's: arming a lab event earlier than
 //!   the one the lab's sleeping interrupt thread waits for (each
@@ -79,9 +83,9 @@
 //!   time over classic's CPU); `cpu_ratio_beyond_wire` is the rest, the
 //!   software's share (the two add up to `cpu_ratio`). The seed's 0.33
 //!   came from a 1.2 GHz Cortex-A53 whose kernel A spent ~120 µs of CPU
-//!   an echo beside a similar wire time; this host's classic spends
-//!   90–113 µs (at SCHED_FIFO 50), so fast's wire alone (27.4 µs) is
-//!   0.24–0.30 of it. Beside them, `load_host_steal_pct`: the CPU
+//!   an echo beside a similar wire time (its IRQ thread alone); this
+//!   host's classic spends 90–113 µs (at SCHED_FIFO 50, its pump thread's
+//!   TX included), so fast's wire alone (27.4 µs) is 0.24–0.30 of it. Beside them, `load_host_steal_pct`: the CPU
 //!   time a hypervisor took from this machine during the run (`/proc/stat`). The lab's bus runs in real time while a
 //!   stolen CPU stands still, so frames lost under load follow steal.
 //!

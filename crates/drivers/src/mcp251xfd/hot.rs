@@ -19,6 +19,7 @@
 //!   deferred RX UINC and a deferred TEF UINC (a completion the last status
 //!   read announced) — one message, CS toggled between accesses, the
 //!   request first so that the frame reaches the wire as early as possible.
+//!   Submitted asynchronously (see `tx.rs`).
 //! - `tx_req`: UINC | TXREQ alone (re-issued when the chip refused one).
 //! - `tef`: READ of the TEF object at the tail, then WRITE TEFCON byte 1 =
 //!   UINC; `tef_uinc[k - 1]`: k UINCs alone (completions without TX
@@ -63,8 +64,8 @@ pub(crate) struct Hot {
     /// `rx_uinc[k - 1]`: k RX UINCs in one message.
     pub rx_uinc: Vec<PreparedMessage>,
     /// [short (≤ 8 data bytes), long (tx payload)] × [plain, + RX UINC] ×
-    /// [plain, + TEF UINC].
-    pub tx: [[[PreparedMessage; 2]; 2]; 2],
+    /// [plain, + TEF UINC]; `None` while submitted (the SPI core holds it).
+    pub tx: [[[Option<PreparedMessage>; 2]; 2]; 2],
     pub tx_data: [usize; 2],
     /// UINC | TXREQ of the TX FIFO alone.
     pub tx_req: PreparedMessage,
@@ -139,10 +140,10 @@ impl Hot {
             }
             p(v)
         };
-        let class = |data: usize| -> Result<[[PreparedMessage; 2]; 2], Error> {
+        let class = |data: usize| -> Result<[[Option<PreparedMessage>; 2]; 2], Error> {
             Ok([
-                [tx_msg(data, false, false)?, tx_msg(data, false, true)?],
-                [tx_msg(data, true, false)?, tx_msg(data, true, true)?],
+                [Some(tx_msg(data, false, false)?), Some(tx_msg(data, false, true)?)],
+                [Some(tx_msg(data, true, false)?), Some(tx_msg(data, true, true)?)],
             ])
         };
         let tx = [class(tx_data[0])?, class(tx_data[1])?];
@@ -184,7 +185,7 @@ impl Hot {
     pub(crate) fn fill_tx(&mut self, (class, rx_u, tef_u): (usize, usize, usize), addr: u16, frame: &Frame, seq: u32) {
         let crc = self.crc;
         let (h, _) = overhead(crc);
-        let Some(b) = self.tx[class][rx_u][tef_u].tx_mut(0) else { return };
+        let Some(b) = self.tx[class][rx_u][tef_u].as_mut().and_then(|m| m.tx_mut(0)) else { return };
         let t0 = id_word(frame.id());
         let t1 = flags_word(frame) | (seq << OBJ_FLAGS_SEQ_SHIFT);
         b[h..h + 4].copy_from_slice(&t0.to_le_bytes());

@@ -202,6 +202,8 @@ impl Mcp251xfd {
 
     /// Leaves configuration mode for the configured mode and checks the layout.
     fn start(&mut self) -> Result<(), Error> {
+        // The TX queue starts empty: a frame whose message failed goes with it.
+        let _ = self.flush_tx();
         let mode = self.cfg.reqop();
         self.request_mode(mode)?;
         self.rx_tail = 0;
@@ -259,6 +261,8 @@ impl Mcp251xfd {
     /// done); the driver's RX queue is kept.
     pub fn restart(&mut self) -> Result<(), Error> {
         let was_off = self.state == BusState::BusOff;
+        // The queue is dropped: a frame whose message failed is not counted.
+        let _ = self.flush_tx();
         // RESET turns the PLL off: the slow clock until it is back.
         self.io.speed_hz = self.spi_hz.0;
         let p = probe(&mut self.io, &self.cfg)?;

@@ -125,6 +125,13 @@ impl Mcp251xfd {
         if !handled {
             self.stats.spurious += 1;
         }
+        if !self.tx_ran_here && self.rx_owed > 0 {
+            // The TX message would carry this UINC only when the SPI core's
+            // pump ran it: until then INT would stay low, and the next wait
+            // would end at once in a pass that finds nothing. Sent now, as
+            // the Linux driver's interrupt handler does.
+            self.run_rx_uinc()?;
+        }
         Ok(handled)
     }
 

@@ -43,9 +43,16 @@
 //!   FIFO is empty and the others were FIFOCI's phantoms (the erratum
 //!   below), settled by a GPIO read with no SPI message. A single frame's UINC is deferred until after the
 //!   next transmit (it rides in its message) or the next receive, so an
-//!   echo's TX reaches the wire first.
+//!   echo's TX reaches the wire first — while the TX messages run in the
+//!   driver's thread. Where the SPI core queues them for its pump thread
+//!   (the kernel presets), the interrupt's pass sends the UINC before it
+//!   returns, as the Linux driver's handler does: riding in a queued TX
+//!   message it would hold INT low until the pump ran it.
 //! - **Transmit** ([`Mcp251xfd::send`]): one prepared message writes the
-//!   object at the TX FIFO's head and sets UINC | TXREQ. An echoed frame
+//!   object at the TX FIFO's head and sets UINC | TXREQ, submitted
+//!   asynchronously as the Linux driver's `spi_async` (with the fast policy
+//!   on an idle bus it runs before `send` returns; [`Mcp251xfd::flush_tx`]
+//!   waits for it). An echoed frame
 //!   costs one status message and one TX message (without TX timestamps;
 //!   with them, a third message reads the completion's TEF object).
 //! - **Completions** come back through the TEF, reaped lazily by default.
@@ -352,6 +359,11 @@ pub struct Mcp251xfd {
     /// ([`Workarounds::spi_clock`], [`Config::pll`]).
     spi_hz: (u32, u32),
     stats: Stats,
+    /// The last frame's TX message while the SPI core holds it.
+    tx_submitted: Option<tx::Submitted>,
+    /// The SPI core ran the last TX message in this thread, before `send`
+    /// returned: a deferred RX UINC may ride in the next one.
+    tx_ran_here: bool,
 }
 
 /// UINC writes (TX FIFO, RX FIFO, TEF) not yet checked against the chip.
@@ -418,6 +430,8 @@ impl Mcp251xfd {
             devid: p.devid,
             spi_hz: (slow, fast),
             stats: Stats { spi_clock_clamped: u64::from(clamped), sleep_wakes: u64::from(p.woke), ..Stats::default() },
+            tx_submitted: None,
+            tx_ran_here: true,
         };
         d.configure()?;
         Ok(d)

@@ -1,5 +1,13 @@
 //! Transmit through the TX FIFO and collect completions from the TEF.
 //!
+//! A frame's message is submitted asynchronously, as the Linux driver's
+//! `mcp251xfd_start_xmit` hands it to `spi_async`: on an idle bus the fast
+//! policy runs it in this thread before [`Mcp251xfd::send`] returns (its
+//! error is that call's); a kernel preset queues it for the SPI core's pump
+//! thread, and its result is collected by the next `send` or
+//! [`Mcp251xfd::flush_tx`], which report a failure and take the frame back
+//! (not counted as sent).
+//!
 //! Completions are reaped two ways:
 //! - **hinted** (the common case): every status read carries C1INT.TEFIF,
 //!   the TEF's not-empty flag; the driver notes it and collects one entry
@@ -22,17 +30,30 @@ use super::regio::check_read;
 use super::regs::*;
 use super::{BusState, Mcp251xfd};
 use crate::can::Frame;
+use wirespeed::spi::Pending;
 use wirespeed::time::now;
+
+/// A frame's TX message while the SPI core holds it.
+#[derive(Debug)]
+pub(super) struct Submitted {
+    pending: Pending,
+    /// Its place in `Hot::tx`.
+    kind: (usize, usize, usize),
+}
 
 impl Mcp251xfd {
     /// Queues `frame` for transmission: one prepared message writes the TX
     /// object and requests it (and carries a deferred RX UINC and, without
-    /// TX timestamps, the UINC of a completion the last interrupt announced). Waits up to
+    /// TX timestamps, the UINC of a completion the last interrupt announced),
+    /// submitted asynchronously (see the module docs). Waits up to
     /// [`Config::tx_timeout`](super::Config::tx_timeout) for room if the
     /// queue is full. [`Error::BusOff`] while the controller is stopped
     /// after bus-off (a due [`Config::bus_off_restart`](super::Config::bus_off_restart)
-    /// restarts it first).
+    /// restarts it first). An error of the previous frame's message, if the
+    /// SPI core ran it after that frame's `send` returned, comes back here
+    /// first, and `frame` is not queued.
     pub fn send(&mut self, frame: &Frame) -> Result<(), Error> {
+        self.flush_tx()?;
         // The object's ID word has room for exactly 11 or 29 bits: a larger
         // id (possible through `Frame::from_raw`) would be cut silently.
         crate::can::check_id(frame.id())?;
@@ -60,7 +81,12 @@ impl Mcp251xfd {
         let tef_u = usize::from(self.tef_hint && !self.cfg.tx_timestamps && self.tx_in_flight > 0);
         let seq = self.tx_seq & SEQ_MASK;
         self.hot.fill_tx((class, rx_u, tef_u), addr, frame, seq);
-        self.io.dev.run(&mut self.hot.tx[class][rx_u][tef_u])?;
+        let Some(msg) = self.hot.tx[class][rx_u][tef_u].take() else {
+            unreachable!("flush_tx brought every TX message back")
+        };
+        let pending = self.io.dev.submit(msg);
+        self.tx_ran_here = pending.ran_in_caller();
+        self.tx_submitted = Some(Submitted { pending, kind: (class, rx_u, tef_u) });
         let u = &mut self.unverified;
         (u.tx, u.rx, u.tef) =
             (u.tx.saturating_add(1), u.rx.saturating_add(rx_u as u32), u.tef.saturating_add(tef_u as u32));
@@ -73,7 +99,46 @@ impl Mcp251xfd {
         self.tx_head = (self.tx_head + 1) % l.tx_depth;
         self.tx_in_flight += 1;
         self.stats.tx_frames += 1;
+        // Run in this thread (an idle bus, the fast policy): its result is this call's.
+        if self.tx_ran_here {
+            self.flush_tx()?;
+        }
         Ok(())
+    }
+
+    /// Waits until the last frame's TX message has run and takes it back.
+    /// If it failed, the frame is taken back too (not counted as sent, its
+    /// TX FIFO slot free again) and the error is returned.
+    pub fn flush_tx(&mut self) -> Result<(), Error> {
+        let Some(Submitted { pending, kind: (class, rx_u, tef_u) }) = self.tx_submitted.take() else {
+            return Ok(());
+        };
+        let (msg, r) = pending.wait();
+        self.hot.tx[class][rx_u][tef_u] = Some(msg);
+        if let Err(e) = r {
+            self.unsend(rx_u, tef_u);
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// Undoes `send`'s bookkeeping for a frame whose message failed, as
+    /// if `send` had returned the error (which the sync path did).
+    fn unsend(&mut self, rx_u: usize, tef_u: usize) {
+        let depth = self.plan.layout.tx_depth;
+        self.tx_head = (self.tx_head + depth - 1) % depth;
+        self.tx_seq = self.tx_seq.wrapping_sub(1);
+        self.tx_in_flight = self.tx_in_flight.saturating_sub(1);
+        self.stats.tx_frames = self.stats.tx_frames.saturating_sub(1);
+        self.rx_owed += rx_u as u8;
+        let u = &mut self.unverified;
+        (u.tx, u.rx, u.tef) =
+            (u.tx.saturating_sub(1), u.rx.saturating_sub(rx_u as u32), u.tef.saturating_sub(tef_u as u32));
+        if tef_u == 1 {
+            self.tef_hint = true;
+            self.tx_in_flight += 1;
+            self.stats.tx_done = self.stats.tx_done.saturating_sub(1);
+        }
     }
 
     fn make_room(&mut self) -> Result<(), Error> {

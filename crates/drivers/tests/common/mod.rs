@@ -53,6 +53,8 @@ pub struct RigOptions {
     pub errata: Errata,
     /// Put a [`Flipper`] between the controller and the device.
     pub flipper: bool,
+    /// The SPI core's policy.
+    pub policy: fn() -> Policy,
 }
 
 impl RigOptions {
@@ -64,6 +66,7 @@ impl RigOptions {
             model: Mcp2518fdConfig::default(),
             errata: Errata::ALL,
             flipper: false,
+            policy: Policy::fast,
         }
     }
 }
@@ -97,13 +100,13 @@ pub fn rig_with(o: RigOptions) -> Rig {
     let int = chip
         .request_lines(&RequestConfig::new("mcp2518fd-int").line(INT_LINE, LineSettings::input().edge(Edge::Falling)))
         .unwrap();
-    let bus = SpiBus::new(LabSpi::new(block.clone()), Policy::fast());
+    let bus = SpiBus::new(LabSpi::new(block.clone()), (o.policy)());
     let bus = match o.path {
         Path::Controller => bus,
         Path::Spidev => {
             let limits = Limits::with_bufsiz(Limits::DEFAULT_BUFSIZ);
             let node = LabSpidevIo::new(bus, 0, 40_000_000, limits);
-            SpiBus::with_message_backend(Spidev::with_io(node, "lab spidev0.0", limits).unwrap(), Policy::fast())
+            SpiBus::with_message_backend(Spidev::with_io(node, "lab spidev0.0", limits).unwrap(), (o.policy)())
         }
     };
     let dcfg = match o.spi_hz {
