@@ -46,6 +46,20 @@ use wirespeed_time::{now, Instant};
 /// the message shifts is worth more.
 pub const ASYNC_IN_CALLER_MAX_NS: u64 = 100_000;
 
+/// Where a message ran, for [`BusInner::finish`]: its statistics count a
+/// sync message run in its caller's thread as immediate (5.18's
+/// `spi_sync_immediate`), and classic kicks the pump after any message its
+/// caller ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RanIn {
+    /// A sync message, in its caller's thread.
+    CallerSync,
+    /// An async message, in its submitter's thread (`async_in_caller`).
+    CallerAsync,
+    /// On the pump thread.
+    Pump,
+}
+
 pub(crate) struct BusInner {
     pub hw: Mutex<BusHw>,
     pub caps: ControllerCaps,
@@ -215,58 +229,61 @@ impl BusInner {
     pub(crate) fn sync<M: MessageSource + ?Sized>(&self, dev: &DeviceState, msg: &mut M) -> Result<(), SpiError> {
         let t0 = now();
         if self.policy.sync_in_caller {
-            if let Some(mut hw) = self.try_lock_hw() {
-                if self.queue_len.load(Ordering::Acquire) == 0 {
-                    if !self.policy.direct_sync {
-                        // 5.18: __spi_sync's bus_lock_spinlock, __spi_queued_transfer's
-                        // and __spi_pump_messages' queue_lock (the message queued, then
-                        // taken off again in this thread).
-                        self.queue_round_trips(3);
-                    }
-                    let (r, end) = self.run_locked(&mut hw, dev, msg, &mut InFlight::none());
-                    if !self.policy.direct_sync {
-                        // spi_finalize_current_message reads cur_msg under the queue
-                        // lock (its second round, with the pump kick, is `finish`'s).
-                        self.queue_round_trips(1);
-                    }
-                    drop(hw);
-                    self.finish(t0, end, true, &r);
-                    return r;
+            if let Some(mut hw) = self.idle_hw() {
+                if !self.policy.direct_sync {
+                    // 5.18: __spi_sync's bus_lock_spinlock, __spi_queued_transfer's
+                    // and __spi_pump_messages' queue_lock (the message queued, then
+                    // taken off again in this thread).
+                    self.queue_round_trips(3);
                 }
+                let (r, end) = self.run_locked(&mut hw, dev, msg, &mut InFlight::none());
+                if !self.policy.direct_sync {
+                    // spi_finalize_current_message reads cur_msg under the queue
+                    // lock (its second round, with the pump kick, is `finish`'s).
+                    self.queue_round_trips(1);
+                }
+                drop(hw);
+                self.finish(t0, end, RanIn::CallerSync, &r);
+                return r;
             }
         }
         self.check_may_wait()?;
         let r = pump::sync_via_pump(self, dev, msg);
-        self.finish(t0, now(), false, &r);
+        self.finish(t0, now(), RanIn::Pump, &r);
         r
     }
 
     /// The async path: with `async_in_caller`, a message without a callback
     /// whose wire time is at most [`ASYNC_IN_CALLER_MAX_NS`] runs at once in
-    /// the submitting thread when the bus is idle (held by nobody, nothing
-    /// queued: every earlier message has completed), as a sync message does,
+    /// the submitting thread when the bus is idle, as a sync message does,
     /// and is complete when this returns. Anything else is queued for the
     /// pump thread. Returns whether it ran here.
     pub(crate) fn submit(&self, mut job: AsyncJob) -> bool {
         if self.policy.async_in_caller && job.callback.is_none() && job.msg.wire_ns() <= ASYNC_IN_CALLER_MAX_NS {
-            if let Some(mut hw) = self.try_lock_hw() {
-                if self.queue_len.load(Ordering::Acquire) == 0 {
-                    let (r, end) = self.run_locked(&mut hw, &job.dev, &mut job.msg, &mut InFlight::none());
-                    drop(hw);
-                    self.finish(job.submitted, end, false, &r);
-                    if !self.policy.quiet_pump {
-                        // Run in this thread: the finalize kicks the pump, as for a sync message.
-                        self.kick_pump(end);
-                    }
-                    job.complete(r);
-                    return true;
-                }
+            if let Some(mut hw) = self.idle_hw() {
+                let (r, end) = self.run_locked(&mut hw, &job.dev, &mut job.msg, &mut InFlight::none());
+                drop(hw);
+                self.finish(job.submitted, end, RanIn::CallerAsync, &r);
+                job.complete(r);
+                return true;
             }
         }
         if let Err(pump::Job::Async(job)) = self.enqueue(pump::Job::Async(job)) {
             job.complete(Err(SpiError::BusGone));
         }
         false
+    }
+
+    /// The bus, if it is idle: held by nobody and nothing queued, so every
+    /// message submitted before has completed and one may run in this thread.
+    #[inline(always)]
+    fn idle_hw(&self) -> Option<MutexGuard<'_, BusHw>> {
+        let hw = self.try_lock_hw()?;
+        if self.queue_len.load(Ordering::Acquire) == 0 {
+            Some(hw)
+        } else {
+            None
+        }
     }
 
     /// Wakes the pump to look for work, as 5.18's `kthread_queue_work` after
@@ -298,9 +315,9 @@ impl BusInner {
 
     /// Accounts for a finished message (and, in classic, wakes the pump).
     #[inline(always)]
-    pub(crate) fn finish(&self, t0: Instant, end: Instant, immediate: bool, r: &Result<(), SpiError>) {
+    pub(crate) fn finish(&self, t0: Instant, end: Instant, ran: RanIn, r: &Result<(), SpiError>) {
         self.stats.message(MessageRecord {
-            immediate,
+            immediate: ran == RanIn::CallerSync,
             ok: r.is_ok(),
             timeout: matches!(r, Err(SpiError::Timeout { .. })),
             latency_ns: end.ns_since(t0),
@@ -308,7 +325,7 @@ impl BusInner {
         // Classic: spi_finalize_current_message queues the pump's work to look
         // for more (kthread_queue_work). When the pump ran the message it just
         // loops on; when the caller did, the pump is woken for it (seed 001).
-        if !self.policy.quiet_pump && immediate {
+        if !self.policy.quiet_pump && ran != RanIn::Pump {
             self.kick_pump(end);
         }
     }

@@ -327,7 +327,7 @@ impl BusLock<'_> {
         plan::validate(transfers, &self.dev.state.cfg, &inner.caps)?;
         let t0 = now();
         let (r, end) = inner.run_locked(&mut self.hw, &self.dev.state, transfers, &mut InFlight::none());
-        inner.finish(t0, end, true, &r);
+        inner.finish(t0, end, bus::RanIn::CallerSync, &r);
         r
     }
 
@@ -337,7 +337,7 @@ impl BusLock<'_> {
         let inner = &self.dev.bus.inner;
         let t0 = now();
         let (r, end) = inner.run_locked(&mut self.hw, &self.dev.state, msg, &mut InFlight::none());
-        inner.finish(t0, end, true, &r);
+        inner.finish(t0, end, bus::RanIn::CallerSync, &r);
         r
     }
 }

@@ -229,7 +229,7 @@ struct Ran {
 impl Ran {
     fn complete(self, inner: &BusInner) {
         if let Job::Async(aj) = &self.job {
-            inner.finish(aj.submitted, self.end, false, &self.result);
+            inner.finish(aj.submitted, self.end, super::bus::RanIn::Pump, &self.result);
         }
         complete(self.job, self.result);
     }
