@@ -202,8 +202,6 @@ impl Mcp251xfd {
 
     /// Leaves configuration mode for the configured mode and checks the layout.
     fn start(&mut self) -> Result<(), Error> {
-        // The TX queue starts empty: a frame whose message failed goes with it.
-        let _ = self.flush_tx();
         let mode = self.cfg.reqop();
         self.request_mode(mode)?;
         self.rx_tail = 0;
