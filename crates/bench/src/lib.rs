@@ -5,6 +5,9 @@
 //! one run, interleaved (A B A B …), and reported as medians and ratios; the
 //! physical limit of a run, its wire time, is reported beside elapsed time.
 
+// One `json!` object per policy in `canecho` has more keys than the default limit expands.
+#![recursion_limit = "256"]
+
 pub mod adc;
 pub mod canecho;
 pub mod delay;

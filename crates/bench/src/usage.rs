@@ -38,11 +38,22 @@ impl ProcessUsage {
 /// How many times the calling thread has been preempted so far: its
 /// involuntary context switches (`getrusage(RUSAGE_THREAD)`).
 pub fn thread_preemptions() -> u64 {
+    thread_rusage().ru_nivcsw as u64
+}
+
+/// How many times the calling thread has slept so far (waited for a
+/// wake-up, a timeout, or yielded): its voluntary context switches
+/// (`getrusage(RUSAGE_THREAD)`).
+pub fn thread_sleeps() -> u64 {
+    thread_rusage().ru_nvcsw as u64
+}
+
+fn thread_rusage() -> libc::rusage {
     // SAFETY: an all-zero rusage is a valid value to be overwritten.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `ru` is a valid, writable rusage.
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    ru.ru_nivcsw as u64
+    ru
 }
 
 /// The hypervisor's steal time so far, from `/proc/stat`: the total over

@@ -51,7 +51,8 @@
 //!   `int_wait` counts how the driver's INT waits ended: `polled`, `woken`,
 //!   `immediate` (asserted already), `timed_sleeps`, `early` (the
 //!   interrupt came during a timed sleep, before its poll window: woken)
-//!   and `poll_misses`;
+//!   and `poll_misses` (`load_int_wait`: the same in the load run, where
+//!   frames come back to back and fast's budget rarely affords polling);
 //! - the **load run** (back-to-back frames, 20,000 by default) for CPU:
 //!   `irq_thread_cpu_pct` is the CPU time of the threads that do the IRQ
 //!   path's work — the echo thread (`CLOCK_THREAD_CPUTIME_ID`) plus the SPI
@@ -97,7 +98,12 @@
 //! transfers, a cost hardware never charges. `timed_echo_preemptions_per_echo`
 //! and `load_echo_preemptions_per_echo` count the echo thread's involuntary
 //! context switches (`getrusage(RUSAGE_THREAD)`): what the lab (or anything
-//! else) took from it. `--lab-cpus LIST` ([`CanechoOptions::lab_cpus`])
+//! else) took from it. `load_echo_sleeps_per_echo` counts its voluntary
+//! ones: each time it slept — on INT, on a transfer's interrupt, on the
+//! pump's completion of its TX — every one a wake-up's CPU on the bill
+//! (classic: the INT and each transfer; linux-6.9: the INT alone, its pump
+//! thread runs the TX; fast: the INT, and the longest transfer when it
+//! sleeps through it). `--lab-cpus LIST` ([`CanechoOptions::lab_cpus`])
 //! keeps them apart: the labs' interrupt threads on those CPUs, the stack's
 //! threads (echo, SPI pump) on the others; `placement` in the JSON says
 //! which. Apart, fast's core may find the interrupt cheap enough to sleep
@@ -150,7 +156,7 @@ mod run;
 
 use crate::stats::{median, round};
 use crate::table::Table;
-use run::{int_wait_share, summary, Load, Timed};
+use run::{int_wait_json, int_wait_share, summary, Load, Timed};
 use serde_json::json;
 use wirespeed::spi::Policy;
 use wirespeed_lab::devices::mcp2518fd::Errata;
@@ -317,14 +323,8 @@ impl PolicyReport {
             "gap_us": summary(&t.gaps_us),
             "irq_low_us": r1(median(&t.irq_low_us)),
             "int_delivery_us": r1(median(&t.int_delivery_us)),
-            "int_wait": {
-                "polled": t.int_wait.polled,
-                "woken": t.int_wait.woken,
-                "immediate": t.int_wait.immediate,
-                "timed_sleeps": t.int_wait.timed_sleeps,
-                "early": t.int_wait.early,
-                "poll_misses": t.int_wait.poll_misses,
-            },
+            "int_wait": int_wait_json(&t.int_wait),
+            "load_int_wait": int_wait_json(&self.load.int_wait),
             "gap_breakdown_us": {
                 "eof_to_int": r1(median(&t.breakdown_us[0])),
                 "int_to_first_cs": r1(median(&t.breakdown_us[1])),
@@ -351,6 +351,7 @@ impl PolicyReport {
             "timed_echo_thread_cpu_pct": round(t.echo_cpu_pct, 2),
             "timed_echo_preemptions_per_echo": round(t.echo_preemptions as f64 / t.frames_echoed.max(1) as f64, 3),
             "load_echo_preemptions_per_echo": round(self.load.echo_preemptions as f64 / self.load.frames_echoed.max(1) as f64, 3),
+            "load_echo_sleeps_per_echo": round(self.load.echo_sleeps as f64 / self.load.frames_echoed.max(1) as f64, 3),
             "pump_thread_cpu_pct": round(self.pct(self.load.pump_thread_cpu_ns), 2),
             "lab_wake_cpu_pct": round(self.lab_wake_pct(), 2),
             "irq_thread_cpu_pct_without_lab_wakes": round(self.irq_cpu_pct_without_lab_wakes(), 2),
@@ -888,6 +889,8 @@ mod tests {
                 "timed_errata_recovered",
                 "timed_echo_preemptions_per_echo",
                 "load_echo_preemptions_per_echo",
+                "load_echo_sleeps_per_echo",
+                "load_int_wait",
             ] {
                 assert!(!v[k].is_null(), "{p}.{k} missing: {v}");
             }
@@ -950,7 +953,17 @@ mod tests {
             assert!(w.polled + w.woken + w.immediate > 0, "{p}: {w:?}");
             assert!(p == "fast" || (w.polled, w.timed_sleeps) == (0, 0), "{p} polled for INT: {w:?}");
             assert_eq!(j[p]["int_wait"]["woken"], w.woken, "{p}");
+            let l = pr.load.int_wait;
+            assert!(l.polled + l.woken + l.immediate > 0, "{p}: load run {l:?}");
+            assert!(p == "fast" || (l.polled, l.timed_sleeps) == (0, 0), "{p} polled for INT under load: {l:?}");
+            assert_eq!(j[p]["load_int_wait"]["woken"], l.woken, "{p}");
         }
+        // Classic sleeps on INT and on the interrupt of each transfer its
+        // echo thread runs (about five an echo: the status message's three
+        // and the RX UINC); fast polls most of its transfers.
+        let sleeps = |p: &str| j[p]["load_echo_sleeps_per_echo"].as_f64().unwrap();
+        assert!(sleeps("classic") >= 3.0, "{j}");
+        assert!(sleeps("fast") < sleeps("classic"), "{j}");
         assert_eq!(j["placement"], json!({"lab_cpus": null, "stack_cpus": null}));
         assert!(r.table().contains("RX EOF → echo SOF"));
         assert_eq!(j["model"]["errata"].as_array().map(Vec::len), Some(Errata::ALL.names().len()), "{j}");

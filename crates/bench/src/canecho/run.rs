@@ -2,7 +2,7 @@
 
 use super::rig::{named_thread_cpu_ns, Rig, Traffic};
 use crate::stats::{median, percentile};
-use crate::usage::{thread_cpu_ns, thread_preemptions, HostSteal, ProcessUsage};
+use crate::usage::{thread_cpu_ns, thread_preemptions, thread_sleeps, HostSteal, ProcessUsage};
 use std::collections::HashMap;
 use std::time::Duration;
 use wirespeed::spi::Policy;
@@ -23,6 +23,8 @@ pub struct EchoOutcome {
     pub thread_cpu_ns: u64,
     /// Times the echo thread was preempted during the loop.
     pub preempted: u64,
+    /// Times the echo thread slept (or yielded) during the loop.
+    pub slept: u64,
     /// The pump thread's CPU time when the echo loop ended (same instant as
     /// `thread_cpu_ns`; 0 without a pump thread).
     pub pump_cpu_ns_at_end: u64,
@@ -55,6 +57,18 @@ pub fn add_int_waits(a: IntWaitStats, b: IntWaitStats) -> IntWaitStats {
         poll_misses: a.poll_misses + b.poll_misses,
         ..b
     }
+}
+
+/// How the INT waits in `w` ended, as JSON (the counts only).
+pub fn int_wait_json(w: &IntWaitStats) -> serde_json::Value {
+    serde_json::json!({
+        "polled": w.polled,
+        "woken": w.woken,
+        "immediate": w.immediate,
+        "timed_sleeps": w.timed_sleeps,
+        "early": w.early,
+        "poll_misses": w.poll_misses,
+    })
 }
 
 /// `n` as a percentage of the INT waits in `w` (0 when there were none).
@@ -97,6 +111,7 @@ fn echo_thread(
     WakeCost::count_cpu_on_this_thread(count_wake_cpu);
     let cpu0 = thread_cpu_ns();
     let preempted0 = thread_preemptions();
+    let slept0 = thread_sleeps();
     let wake0 = WakeCost::of_this_thread();
     let clocked0 = block.clocked();
     let mut out = EchoOutcome { realtime: current_thread_is_realtime(), ..EchoOutcome::default() };
@@ -115,6 +130,7 @@ fn echo_thread(
     }
     out.thread_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
     out.preempted = thread_preemptions().saturating_sub(preempted0);
+    out.slept = thread_sleeps().saturating_sub(slept0);
     out.lab_wakes = WakeCost::of_this_thread().since(wake0);
     out.clocked = block.clocked().since(clocked0);
     // The pump's share stops here too: what follows (collecting the last
@@ -464,8 +480,12 @@ pub struct Load {
     pub rx_dropped: u64,
     /// How many times one of the driver's erratum workarounds fired.
     pub errata_recovered: u64,
+    /// Times the echo thread slept (or yielded): its voluntary context switches.
+    pub echo_sleeps: u64,
     /// Times the echo thread was preempted.
     pub echo_preemptions: u64,
+    /// How the driver's INT waits ended.
+    pub int_wait: IntWaitStats,
     /// CPU time the hypervisor took from this machine during the run, in %
     /// of all CPUs' time (`None`: not reported). The lab's bus keeps real
     /// time while a stolen CPU stands still, so steal can lose frames.
@@ -500,6 +520,8 @@ impl Load {
             rx_dropped: self.rx_dropped + o.rx_dropped,
             errata_recovered: self.errata_recovered + o.errata_recovered,
             echo_preemptions: self.echo_preemptions + o.echo_preemptions,
+            echo_sleeps: self.echo_sleeps + o.echo_sleeps,
+            int_wait: add_int_waits(self.int_wait, o.int_wait),
             host_steal_pct: steal,
             poll_below_ns: o.poll_below_ns.or(self.poll_below_ns),
         }
@@ -544,6 +566,8 @@ pub fn load(
         rx_dropped: out.rx_dropped,
         errata_recovered: out.errata_recovered,
         echo_preemptions: out.preempted,
+        echo_sleeps: out.slept,
+        int_wait: out.int_wait,
         poll_below_ns: rig._spi_bus.poll_below_ns(),
     })
 }
