@@ -9,8 +9,12 @@
 //! told ([`TxOutcome::LostArbitration`]) and polled again at the next idle
 //! slot. The winner's frame occupies the bus for its bit-accurate duration
 //! ([`FrameBits`]); at its EOF the bus delivers it to every receiver
-//! ([`CanNode::rx_frame`]) and tells the transmitter ([`CanNode::tx_done`]),
-//! both on the interrupt thread, at real time EOF or just after.
+//! ([`CanNode::rx_frame`], first, before its own bookkeeping) and tells the
+//! transmitter ([`CanNode::tx_done`]), both on the interrupt thread, at
+//! real time EOF or just after. The outcome is known at arbitration, so the
+//! receivers of a frame that will arrive intact hear of it then
+//! ([`CanNode::rx_coming`]): a controller model stages its store there, and
+//! at EOF has little left to do before its interrupt.
 //!
 //! Errors: a frame that nobody acknowledges (a lone node, or only
 //! listen-only receivers) gets an ACK error; frames corrupted by
@@ -159,6 +163,12 @@ pub trait CanNode: Send + Sync {
     fn tx_done(&self, token: u64, outcome: TxOutcome, stamp: FrameStamp);
     /// A frame sent by another node, delivered at its EOF.
     fn rx_frame(&self, frame: &Frame, stamp: FrameStamp);
+    /// Told at arbitration, for a frame the bus will deliver to this node
+    /// at its EOF ([`CanNode::rx_frame`] follows, with the same frame and
+    /// stamp): the node may stage the reception ahead, so that what it does
+    /// at EOF is short and on time, but must not show any of it before
+    /// `stamp.eof`. The default does nothing.
+    fn rx_coming(&self, _frame: &Frame, _stamp: FrameStamp) {}
     /// The node's error counters changed (after an error, a success that
     /// changed them, bus-off or recovery).
     fn error_counters_changed(&self, _counters: ErrorCounters, _at: Instant) {}
@@ -287,6 +297,8 @@ struct Outcome {
     error: Option<BusError>,
     transmitters: Vec<(NodeId, u64)>,
     receivers: Vec<NodeId>,
+    /// The receivers themselves, taken at arbitration: told first at EOF.
+    receiver_nodes: Vec<Arc<dyn CanNode>>,
     mismatched: Vec<NodeId>,
     nominal_bits: u32,
     data_bits: u32,
@@ -608,12 +620,20 @@ fn arbitrate(inner: &Arc<Inner>, t: Instant) {
         Some((_, bit)) => t.add_ns(fb.bit_end_ns(bit, rates) + rates.nominal_ns(u64::from(ERROR_FRAME_BITS))),
         None => t.add_ns(fb.duration_ns(rates)),
     };
+    let stamp = FrameStamp { sof: t, eof: end };
+    let receiver_nodes: Vec<Arc<dyn CanNode>> = receivers.iter().map(|id| nodes[usize::from(id.0)].1.clone()).collect();
+    if error.is_none() {
+        for node in &receiver_nodes {
+            node.rx_coming(&frame, stamp);
+        }
+    }
     let outcome = Outcome {
         frame,
-        stamp: FrameStamp { sof: t, eof: end },
+        stamp,
         error: error.map(|e| e.0),
         transmitters: winners.iter().map(|w| (w.id, w.req.token)).collect(),
         receivers,
+        receiver_nodes,
         mismatched,
         nominal_bits: fb.nominal_bits(),
         data_bits: fb.data_bits(),
@@ -638,9 +658,25 @@ fn arbitrate(inner: &Arc<Inner>, t: Instant) {
 fn complete(inner: &Arc<Inner>, o: Outcome) {
     let rates = inner.rates;
     let end = o.stamp.eof;
+    // Receivers first, before the bus's own bookkeeping: a controller model
+    // raising its RX interrupt is what software waits for; nothing below
+    // (counters, telling transmitters or observers, either of which may
+    // wake a thread) must delay that interrupt.
+    match o.error {
+        None => {
+            for node in &o.receiver_nodes {
+                node.rx_frame(&o.frame, o.stamp);
+            }
+        }
+        Some(e) => {
+            for node in &o.receiver_nodes {
+                node.rx_error(e, end);
+            }
+        }
+    }
     let mut changed: Vec<(Arc<dyn CanNode>, ErrorCounters)> = Vec::new();
     let mut recover: Vec<(NodeId, Instant)> = Vec::new();
-    let (tx_nodes, rx_nodes, mm_nodes, observers) = {
+    let (tx_nodes, mm_nodes, observers) = {
         let mut st = lock(inner);
         if o.error.is_some() {
             st.frames_failed += 1;
@@ -692,7 +728,6 @@ fn complete(inner: &Arc<Inner>, o: Outcome) {
         }
         let tx: Vec<(Arc<dyn CanNode>, u64)> =
             o.transmitters.iter().map(|&(id, tok)| (st.nodes[usize::from(id.0)].node.clone(), tok)).collect();
-        let rx: Vec<Arc<dyn CanNode>> = o.receivers.iter().map(|id| st.nodes[usize::from(id.0)].node.clone()).collect();
         let mm: Vec<Arc<dyn CanNode>> =
             o.mismatched.iter().map(|id| st.nodes[usize::from(id.0)].node.clone()).collect();
         st.phase = Phase::Idle;
@@ -703,7 +738,7 @@ fn complete(inner: &Arc<Inner>, o: Outcome) {
             st.wakes.insert(idle);
         }
         rearm(inner, &mut st);
-        (tx, rx, mm, st.observers.clone())
+        (tx, mm, st.observers.clone())
     };
     for (id, until) in recover {
         schedule_recovery(inner, id, until);
@@ -716,21 +751,6 @@ fn complete(inner: &Arc<Inner>, o: Outcome) {
         nominal_bits: o.nominal_bits,
         data_bits: o.data_bits,
     };
-    // Receivers first: a controller model raising its RX interrupt is what
-    // software waits for; telling transmitters or observers (either may wake
-    // a thread) must not delay that interrupt.
-    match o.error {
-        None => {
-            for node in &rx_nodes {
-                node.rx_frame(&o.frame, o.stamp);
-            }
-        }
-        Some(e) => {
-            for node in &rx_nodes {
-                node.rx_error(e, end);
-            }
-        }
-    }
     for node in &mm_nodes {
         node.rx_error(BusError::Form, end);
     }

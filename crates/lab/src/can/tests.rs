@@ -300,3 +300,53 @@ fn a_late_echo_still_pairs_with_its_own_request() {
     assert_eq!((report.pairs.len(), report.unanswered, report.payload_mismatches()), (4, 0, 0));
     assert!(report.pairs.iter().all(|p| p.gap_ns >= 2_500_000), "{:?}", report.gaps_us());
 }
+
+/// Notes what the bus tells a receiver, and when (host time).
+#[derive(Default)]
+struct StagingNode {
+    told: Mutex<Vec<(&'static str, FrameStamp, Instant)>>,
+}
+impl CanNode for StagingNode {
+    fn participation(&self, _at: Instant) -> Participation {
+        Participation::ACTIVE
+    }
+    fn tx_request(&self, _at: Instant) -> Option<TxRequest> {
+        None
+    }
+    fn tx_done(&self, _: u64, _: TxOutcome, _: FrameStamp) {}
+    fn rx_coming(&self, _frame: &Frame, stamp: FrameStamp) {
+        self.told.lock().unwrap().push(("coming", stamp, now()));
+    }
+    fn rx_frame(&self, _frame: &Frame, stamp: FrameStamp) {
+        self.told.lock().unwrap().push(("frame", stamp, now()));
+    }
+    fn rx_error(&self, _error: BusError, at: Instant) {
+        self.told.lock().unwrap().push(("error", FrameStamp { sof: at, eof: at }, now()));
+    }
+}
+
+#[test]
+fn a_receiver_hears_of_a_good_frame_at_arbitration_and_gets_it_at_eof_and_of_a_bad_one_only_its_error() {
+    // (When it hears of it, in host time, depends on the interrupt thread
+    // keeping up; that a frame is never delivered before its EOF does not.)
+    let (_lab, bus) = lab_bus(1_000_000);
+    let node = Arc::new(StagingNode::default());
+    bus.attach(node.clone(), "rx");
+    let gen =
+        Generator::attach(&bus, "gen", GeneratorConfig { count: 2, gap_ns: 1_000_000, ..Default::default() }).unwrap();
+    // The first attempt's CRC is corrupted: its receivers see an error, not
+    // a frame; the retransmission and the second frame come through.
+    bus.corrupt_next(1);
+    gen.start(now());
+    assert!(gen.wait_done(Duration::from_secs(5)));
+    std::thread::sleep(Duration::from_millis(2));
+    let told = node.told.lock().unwrap().clone();
+    let kinds: Vec<&str> = told.iter().map(|t| t.0).collect();
+    assert_eq!(kinds, ["error", "coming", "frame", "coming", "frame"], "{told:?}");
+    for pair in told[1..].chunks(2) {
+        let (coming, frame) = (pair[0], pair[1]);
+        assert_eq!(coming.1.eof, frame.1.eof, "the same frame");
+        assert!(coming.2 <= frame.2, "told ahead");
+        assert!(frame.2 >= frame.1.eof, "delivered at EOF, not before");
+    }
+}

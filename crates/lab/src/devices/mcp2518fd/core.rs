@@ -115,6 +115,9 @@ pub(super) struct Core {
     pub(super) mab_rx: bool,
     /// A bus error seen while receiving, applied once the bus says which frame it hit.
     pub(super) rx_error_pending: Option<(BusError, Instant)>,
+    /// The EOF of the frame whose reception was staged at arbitration
+    /// (`CanNode::rx_coming`): its store is already among `events`.
+    pub(super) rx_staged: Option<Instant>,
 }
 
 pub(super) fn merge(old: u32, val: u32, mask: u32) -> u32 {
@@ -185,6 +188,7 @@ impl Core {
             mab_tx: false,
             mab_rx: false,
             rx_error_pending: None,
+            rx_staged: None,
         };
         c.power_on(at);
         c
@@ -256,6 +260,7 @@ impl Core {
         self.fltobj = [0; 32];
         self.mask = [0; 32];
         self.events.clear();
+        self.rx_staged = None;
         self.internal_inflight = false;
         self.bus_inflight = None;
         self.layout();

@@ -283,8 +283,22 @@ impl Core {
     // ---------------------------------------------------------------- receive
 
     pub(super) fn rx_from_bus(&mut self, frame: &Frame, stamp: FrameStamp) {
+        if self.rx_staged.take() == Some(stamp.eof) {
+            return;
+        }
         let at = stamp.eof.add_ns(self.cfg.store_delay_ns);
         self.push_event(at, Event::Rx { frame: *frame, stamp });
+    }
+
+    /// Stages the store of a frame the bus will deliver at `stamp.eof`: the
+    /// event goes in now, due at EOF + the store delay as ever, so that at
+    /// EOF [`Core::rx_from_bus`] has nothing left to do. A RESET before then
+    /// drops it (and the staging), and the frame is then taken at EOF as
+    /// any other.
+    pub(super) fn stage_rx(&mut self, frame: &Frame, stamp: FrameStamp) {
+        let at = stamp.eof.add_ns(self.cfg.store_delay_ns);
+        self.push_event(at, Event::Rx { frame: *frame, stamp });
+        self.rx_staged = Some(stamp.eof);
     }
 
     pub(super) fn filter_match(&self, frame: &Frame) -> Option<(usize, usize)> {
