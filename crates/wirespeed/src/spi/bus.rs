@@ -28,7 +28,7 @@ use super::exec::{
 };
 use super::message::{MessageBackend, MessagePlanner};
 use super::policy::Policy;
-use super::prepared::AsyncJob;
+use super::prepared::{AsyncJob, Finished};
 use super::pump;
 use super::stats::{MessageRecord, Stats, StatsSnapshot};
 use super::wakeup::IrqCost;
@@ -256,22 +256,21 @@ impl BusInner {
     /// The async path: with `async_in_caller`, a message without a callback
     /// whose wire time is at most [`ASYNC_IN_CALLER_MAX_NS`] runs at once in
     /// the submitting thread when the bus is idle, as a sync message does,
-    /// and is complete when this returns. Anything else is queued for the
-    /// pump thread. Returns whether it ran here.
-    pub(crate) fn submit(&self, mut job: AsyncJob) -> bool {
+    /// and is handed back here, with its result, rather than through its
+    /// completion slot. Anything else is queued for the pump thread (`None`).
+    pub(crate) fn submit(&self, mut job: AsyncJob) -> Option<Finished> {
         if self.policy.async_in_caller && job.callback.is_none() && job.msg.wire_ns() <= ASYNC_IN_CALLER_MAX_NS {
             if let Some(mut hw) = self.idle_hw() {
                 let (r, end) = self.run_locked(&mut hw, &job.dev, &mut job.msg, &mut InFlight::none());
                 drop(hw);
                 self.finish(job.submitted, end, RanIn::CallerAsync, &r);
-                job.complete(r);
-                return true;
+                return Some((job.msg, r));
             }
         }
         if let Err(pump::Job::Async(job)) = self.enqueue(pump::Job::Async(job)) {
             job.complete(Err(SpiError::BusGone));
         }
-        false
+        None
     }
 
     /// The bus, if it is idle: held by nobody and nothing queued, so every

@@ -229,8 +229,10 @@ impl SpiDevice {
     /// a short message to another thread costs more than its wire time.
     pub fn submit(&self, msg: PreparedMessage) -> Pending {
         let slot = prepared::slot_of(&msg, self.bus.inner.id());
-        let ran_here = self.submit_job(msg, None);
-        Pending::new(slot, ran_here)
+        match self.submit_job(msg, None) {
+            Some(finished) => Pending::ran(finished),
+            None => Pending::queued(slot),
+        }
     }
 
     /// Queues a prepared message; `done` runs on the pump thread when it completes.
@@ -253,12 +255,12 @@ impl SpiDevice {
         self.submit_job(msg, Some(Callback::new(done)));
     }
 
-    /// Returns whether the message ran in this thread.
-    fn submit_job(&self, msg: PreparedMessage, callback: Option<Callback>) -> bool {
+    /// Returns the message and its result if it ran in this thread.
+    fn submit_job(&self, msg: PreparedMessage, callback: Option<Callback>) -> Option<Finished> {
         let mut job = prepared::AsyncJob { dev: self.state.clone(), msg, submitted: now(), callback };
         if let Err(e) = self.check_prepared(&mut job.msg) {
             job.complete(Err(e));
-            return false;
+            return None;
         }
         self.bus.inner.submit(job)
     }

@@ -384,8 +384,14 @@ impl AsyncJob {
 /// The handle of an async message: wait for it (with or without a time
 /// limit), or poll it.
 pub struct Pending {
-    slot: Option<Arc<Slot>>,
-    ran_in_caller: bool,
+    held: Option<Held>,
+}
+
+/// What a [`Pending`] holds: the slot its message comes back through, or,
+/// for a message run before `submit` returned, the message and its result.
+enum Held {
+    Slot(Arc<Slot>),
+    Ran(Finished),
 }
 
 impl fmt::Debug for Pending {
@@ -394,9 +400,20 @@ impl fmt::Debug for Pending {
     }
 }
 
+// A handle that holds a message run in its submitter's thread is as large
+// as the message and its result, `Finished`: the `Ok` side of these
+// results, so a `Pending` on the `Err` side makes none of them larger, and
+// boxing it would cost an allocation per `submit`.
+#[allow(clippy::result_large_err)]
 impl Pending {
-    pub(crate) fn new(slot: Arc<Slot>, ran_in_caller: bool) -> Pending {
-        Pending { slot: Some(slot), ran_in_caller }
+    /// A message queued for the pump: it comes back through `slot`.
+    pub(crate) fn queued(slot: Arc<Slot>) -> Pending {
+        Pending { held: Some(Held::Slot(slot)) }
+    }
+
+    /// A message that ran in the submitting thread: here it is.
+    pub(crate) fn ran(finished: Finished) -> Pending {
+        Pending { held: Some(Held::Ran(finished)) }
     }
 
     /// Whether the message ran in the submitting thread, before `submit`
@@ -404,12 +421,16 @@ impl Pending {
     /// it is done, and nothing was handed to the pump thread. False when
     /// it was queued, even if the pump has run it since.
     pub fn ran_in_caller(&self) -> bool {
-        self.ran_in_caller
+        matches!(self.held, Some(Held::Ran(_)))
     }
 
     /// Whether the message has completed.
     pub fn is_done(&self) -> bool {
-        self.slot.as_ref().is_some_and(|s| s.state.lock().unwrap_or_else(|e| e.into_inner()).done.is_some())
+        match &self.held {
+            Some(Held::Ran(_)) => true,
+            Some(Held::Slot(s)) => s.state.lock().unwrap_or_else(|e| e.into_inner()).done.is_some(),
+            None => false,
+        }
     }
 
     /// Blocks until the message completes; returns it with its result.
@@ -448,7 +469,10 @@ impl Pending {
 
     /// Sleeps on the slot until the message is done or `deadline` passes.
     fn wait_until(mut self, deadline: Option<Deadline>) -> Result<Finished, Pending> {
-        let slot = self.slot.take().expect("a live Pending holds its slot");
+        let slot = match self.held.take().expect("a live Pending holds its message or its slot") {
+            Held::Ran(f) => return Ok(f),
+            Held::Slot(slot) => slot,
+        };
         let mut st = slot.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(f) = st.done.take() {
@@ -461,7 +485,7 @@ impl Pending {
             if left.is_some_and(|l| l.is_zero()) || never {
                 st.waiting = false;
                 drop(st);
-                return Err(Pending { slot: Some(slot), ran_in_caller: self.ran_in_caller });
+                return Err(Pending::queued(slot));
             }
             st.waiting = true;
             st = match left {
@@ -474,7 +498,7 @@ impl Pending {
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        if let Some(slot) = self.slot.take() {
+        if let Some(Held::Slot(slot)) = self.held.take() {
             let mut st = slot.state.lock().unwrap_or_else(|e| e.into_inner());
             if st.done.take().is_none() {
                 st.abandoned = true;
