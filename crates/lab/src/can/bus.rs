@@ -296,9 +296,8 @@ struct Outcome {
     stamp: FrameStamp,
     error: Option<BusError>,
     transmitters: Vec<(NodeId, u64)>,
-    receivers: Vec<NodeId>,
-    /// The receivers themselves, taken at arbitration: told first at EOF.
-    receiver_nodes: Vec<Arc<dyn CanNode>>,
+    /// The receivers, taken at arbitration: told first at EOF.
+    receivers: Vec<(NodeId, Arc<dyn CanNode>)>,
     mismatched: Vec<NodeId>,
     nominal_bits: u32,
     data_bits: u32,
@@ -593,7 +592,7 @@ fn arbitrate(inner: &Arc<Inner>, t: Instant) {
         if matches!(p.role, Role::Active | Role::Restricted) {
             ackers += 1;
         }
-        receivers.push(*id);
+        receivers.push((*id, nodes[usize::from(id.0)].1.clone()));
     }
     let corrupt = {
         let mut st = lock(inner);
@@ -621,9 +620,8 @@ fn arbitrate(inner: &Arc<Inner>, t: Instant) {
         None => t.add_ns(fb.duration_ns(rates)),
     };
     let stamp = FrameStamp { sof: t, eof: end };
-    let receiver_nodes: Vec<Arc<dyn CanNode>> = receivers.iter().map(|id| nodes[usize::from(id.0)].1.clone()).collect();
     if error.is_none() {
-        for node in &receiver_nodes {
+        for (_, node) in &receivers {
             node.rx_coming(&frame, stamp);
         }
     }
@@ -633,7 +631,6 @@ fn arbitrate(inner: &Arc<Inner>, t: Instant) {
         error: error.map(|e| e.0),
         transmitters: winners.iter().map(|w| (w.id, w.req.token)).collect(),
         receivers,
-        receiver_nodes,
         mismatched,
         nominal_bits: fb.nominal_bits(),
         data_bits: fb.data_bits(),
@@ -664,12 +661,12 @@ fn complete(inner: &Arc<Inner>, o: Outcome) {
     // wake a thread) must delay that interrupt.
     match o.error {
         None => {
-            for node in &o.receiver_nodes {
+            for (_, node) in &o.receivers {
                 node.rx_frame(&o.frame, o.stamp);
             }
         }
         Some(e) => {
-            for node in &o.receiver_nodes {
+            for (_, node) in &o.receivers {
                 node.rx_error(e, end);
             }
         }
@@ -711,7 +708,7 @@ fn complete(inner: &Arc<Inner>, o: Outcome) {
                 changed.push((n.node.clone(), n.counters));
             }
         }
-        for &id in o.receivers.iter().chain(o.mismatched.iter()) {
+        for id in o.receivers.iter().map(|r| r.0).chain(o.mismatched.iter().copied()) {
             let mismatched = o.mismatched.contains(&id);
             let n = &mut st.nodes[usize::from(id.0)];
             let before = n.counters;

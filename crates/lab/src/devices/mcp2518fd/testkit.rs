@@ -145,10 +145,15 @@ pub(super) fn ready_on_bus(t: &mut T) -> Bus {
     // The bus runs in real time: let it catch up with the test's clock.
     t.catch_up();
     t.dev.attach_to_bus(&bus, "mcp");
+    set_bit_timing(t);
+    bus
+}
+
+/// The bit timing of [`ready_on_bus`]'s bus (again after a RESET).
+pub(super) fn set_bit_timing(t: &mut T) {
     // 1 Mbit/s nominal at 40 MHz: BRP 0, 40 TQ (TSEG1 29+1, TSEG2 8+1); data 2 Mbit/s: 20 TQ.
     t.write(C1NBTCFG, (29 << 16) | (8 << 8) | 8);
     t.write(C1DBTCFG, (14 << 16) | (3 << 8) | 3);
-    bus
 }
 
 impl T {

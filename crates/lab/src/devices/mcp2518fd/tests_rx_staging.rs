@@ -64,8 +64,7 @@ fn a_reset_during_a_staged_frame_drops_the_staging_and_the_frame_is_taken_at_eof
     t.xfer(&[INSTR_RESET, 0]);
     assert_eq!(lock(&t.dev.core).rx_staged, None);
     t.ready();
-    t.write(C1NBTCFG, (29 << 16) | (8 << 8) | 8);
-    t.write(C1DBTCFG, (14 << 16) | (3 << 8) | 3);
+    set_bit_timing(&mut t);
     setup_fifos(&mut t);
     t.set_mode(MODE_NORMAL_FD);
     let stored_before = t.dev.stats().rx_stored;
