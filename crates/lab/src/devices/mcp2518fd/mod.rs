@@ -15,7 +15,7 @@
 //! to its RX FIFO at EOF + [`Mcp2518fdConfig::store_delay_ns`] (the store
 //! is queued when the bus tells of the frame at arbitration, so that at EOF
 //! the interrupt thread only waits for its instant and makes it; measured
-//! in `bench canecho --quick`, INT fell 2.3–3.2 µs late instead of 3.0–5.0);
+//! in `bench canecho --quick`, INT fell 2.3–3.8 µs late instead of 3.0–5.0);
 //! a transmit
 //! request (TXREQ / UINC) makes the message eligible after
 //! [`Mcp2518fdConfig::tx_start_delay_ns`]; a sent frame completes (TEF
