@@ -113,6 +113,25 @@ fn classic_cs_change_defaults_to_ten_microseconds() {
 }
 
 #[test]
+fn a_cs_change_delay_of_zero_waits_nothing_under_the_kernel_presets() {
+    // Linux's "fast mode": cs_change_delay = { 0, SPI_DELAY_UNIT_NSECS }
+    // returns at once; only a zeroed (µs) one waits the 10 µs default.
+    for policy in [Policy::classic(), Policy::linux69()] {
+        let b = bench(policy.clone());
+        let dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
+        let mut gaps = Vec::new();
+        for delay in [Some(0), None] {
+            b.block.trace_start(1 << 16);
+            dev.sync(&mut [Transfer::write(&[1]).cs_change(delay), Transfer::write(&[2])]).unwrap();
+            gaps.push(cs_high_gaps_ns(&cs_windows(&b.block.trace_take()))[0]);
+        }
+        assert!(gaps[1] >= 10_000, "{policy:?}: no delay given, CS high {} ns; the kernel waits 10 µs", gaps[1]);
+        // The 10 µs default not waited: shorter by most of it, however slow the host.
+        assert!(gaps[0] + 5_000 < gaps[1], "{policy:?}: a zero delay kept CS high {} ns against {}", gaps[0], gaps[1]);
+    }
+}
+
+#[test]
 fn classic_cs_change_inside_a_message_waits_the_inactive_time_then_the_change_delay() {
     // The kernel's spi_set_cs(false) waits cs_inactive, then the transfer's
     // cs_change delay follows: 30 µs + 5 µs before CS rises again.

@@ -502,7 +502,8 @@ impl RegIo {
                 let mut xfers: [Transfer<'_>; MAX_PARTS] = std::array::from_fn(|_| Transfer::write(&[]));
                 for (i, b) in bufs.iter_mut().take(n).enumerate() {
                     let tr = Transfer::in_place(b).speed_hz(hz);
-                    xfers[i] = if i + 1 < n { tr.cs_change(None) } else { tr };
+                    // No cs_change delay, as the hot path's (`hot::chain`).
+                    xfers[i] = if i + 1 < n { tr.cs_change(Some(0)) } else { tr };
                 }
                 self.dev.sync(&mut xfers[..n])
             };

@@ -23,7 +23,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use wirespeed_time::{now, Deadline, Instant};
 
-/// The kernel's `cs_change` delay when none is given (`_spi_transfer_cs_change_delay_exec`).
+/// The kernel's `cs_change` delay when none is given: a zeroed
+/// `cs_change_delay` (unit µs, value 0) waits 10 µs, while a zero in ns or
+/// clock cycles waits nothing (`_spi_transfer_cs_change_delay_exec`).
 pub(crate) const KERNEL_CS_CHANGE_DEFAULT_NS: u32 = 10_000;
 
 /// A device as the executor sees it.
@@ -666,10 +668,7 @@ fn after_transfer(
         // the selection waits anyway.
         return Ok(st.cs_change_delay_ns.map(|d| Deadline::after_ns_from(off, u64::from(d))));
     }
-    let gap = match st.cs_change_delay_ns {
-        None | Some(0) => KERNEL_CS_CHANGE_DEFAULT_NS,
-        Some(d) => d,
-    };
+    let gap = st.cs_change_delay_ns.unwrap_or(KERNEL_CS_CHANGE_DEFAULT_NS);
     classic_delay_ns(u64::from(gap));
     Ok(None)
 }

@@ -25,7 +25,7 @@ use std::time::Duration;
 /// | `direct_sync` | a sync message on an idle bus goes through the queue in the caller's thread: queued under the queue lock, taken off under it, the lock taken again at finalize | 5.18 `__spi_sync` → `__spi_queued_transfer`, `__spi_pump_messages`, `spi_finalize_current_message`; 6.0 `__spi_transfer_message_noqueue` skips it | off | on | on |
 /// | `quiet_pump` | the pump thread is kicked after every finalized message, to look for more work and tear down | 5.18 `spi_finalize_current_message` → `kthread_queue_work`; 6.0: no kick for the no-queue sync path | off | on | on |
 /// | `lockfree_stats` | statistics under spinlocks, in two copies (controller's and device's): a sync message takes 3 round trips per copy (`spi_sync`, `spi_sync_immediate` in `__spi_sync`; `messages` in `spi_transfer_one_message`), a queued one 2 (`spi_async` or `spi_sync`, `messages`), each transfer 1 (`spi_statistics_add_transfer_stats`): 6 + 2 per transfer for a sync message | 5.18 `SPI_STATISTICS_ADD_TO_FIELD` (seed 000 §6.1); 6.0: per-cpu `u64_stats` | off | on | on |
-/// | `cs_deadlines` | CS setup, hold and inactive times and transfer delays as `_spi_transfer_delay_ns`: `ndelay` up to 1 µs, `udelay` (rounded up to µs) up to 10 µs, `usleep_range(us, us + us/10)` above; a `cs_change` delay of 0 means 10 µs | `spi_set_cs`, `spi_delay_exec`, `_spi_transfer_cs_change_delay_exec`, 5.18 and 6.9 alike | off | off | on |
+/// | `cs_deadlines` | CS setup, hold and inactive times and transfer delays as `_spi_transfer_delay_ns`: `ndelay` up to 1 µs, `udelay` (rounded up to µs) up to 10 µs, `usleep_range(us, us + us/10)` above; a `cs_change` with no delay given waits 10 µs (a zeroed `cs_change_delay`, unit µs), one of `Some(0)` none (unit ns, value 0: the "fast mode" mcp251xfd asks for) | `spi_set_cs`, `spi_delay_exec`, `_spi_transfer_cs_change_delay_exec`, 5.18 and 6.9 alike; mcp251xfd `mcp251xfd-ring.c` | off | off | on |
 /// | `preload_fifo` | `spi_set_cs`, then `transfer_one` fills the FIFO | spi-imx `spi_imx_transfer_one` | off | off | on |
 /// | `adaptive_completion` | always sleep on the IRQ | vanilla 5.18 spi-imx (`spi_imx_dma_transfer`/`spi_imx_pio_transfer` wait for completion); linux-6.9 polls below 30 µs of estimated transfer time (spi-imx `polling_limit_us`, 5.19) | off | on, below 30 µs | on, below the measured wake-up latency plus the sleep's own CPU |
 /// | `skip_redundant_setup` | mode, clock and word size written for every transfer | spi-imx `spi_imx_setupxfer` in `transfer_one`, 5.18 and 6.9 | off | off | on |
@@ -79,7 +79,8 @@ pub struct Policy {
     /// (the two overlap).
     /// Off: each delay as `_spi_transfer_delay_ns`: spun up to 1 µs
     /// (`ndelay`), rounded up to whole microseconds and spun up to 10 µs
-    /// (`udelay`), slept above (`usleep_range`); a `cs_change` delay of 0 means 10 µs.
+    /// (`udelay`), slept above (`usleep_range`); a `cs_change` with no delay
+    /// given waits the kernel's 10 µs, one with `Some(0)` none.
     pub cs_deadlines: bool,
     /// On: the TX FIFO is loaded before CS asserts. Off: `spi_set_cs`, then
     /// `transfer_one` loads the FIFO.

@@ -48,7 +48,9 @@ macro_rules! transfer_options_builder {
             self.delay_after_ns = ns;
             self
         }
-        /// Sets `cs_change` (see [`Transfer::cs_change`](crate::spi::Transfer)).
+        /// Sets `cs_change` and its delay (see [`Transfer::cs_change`](crate::spi::Transfer)
+        /// and [`Transfer::cs_change_delay_ns`](crate::spi::Transfer): `None`
+        /// leaves the delay to the policy, `Some(0)` asks for none).
         #[must_use]
         pub fn cs_change(mut self, delay_ns: Option<u32>) -> Self {
             self.cs_change = true;
@@ -140,7 +142,12 @@ pub struct Transfer<'a> {
     /// asserted after the message.
     pub cs_change: bool,
     /// How long CS stays inactive for a `cs_change` inside a message (ns).
-    /// `None` means the device's `cs_inactive_ns` (the kernel's default is 10 µs).
+    /// `None`: no delay given — the device's `cs_inactive_ns` under `fast`;
+    /// the kernel presets wait the kernel's default of 10 µs, as Linux does
+    /// for a zeroed `cs_change_delay` (unit µs, value 0: what spidev
+    /// passes). `Some(0)`: no delay beyond `cs_inactive_ns` under every
+    /// policy, as Linux for `cs_change_delay = { 0, SPI_DELAY_UNIT_NSECS }`
+    /// (its "fast mode", which the mcp251xfd driver asks for).
     pub cs_change_delay_ns: Option<u32>,
     /// Pause between words (ns); 0 = back to back.
     pub word_delay_ns: u32,
