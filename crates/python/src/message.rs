@@ -20,7 +20,8 @@ use wirespeed::spi::{OwnedTransfer, PreparedMessage, SpiDevice, SpiError, Transf
 /// - `rx`: a writable buffer to receive into (instead of `rx_len`).
 /// - `speed_hz`, `bits_per_word`: 0 = the device's; `delay_ns`: wait after it;
 ///   `cs_change`: release CS after it (inside a message), or keep CS active after the
-///   message (on the last one); `cs_change_delay_ns`: how long CS stays released;
+///   message (on the last one); `cs_change_delay_ns`: how long CS stays released
+///   (`None`: the policy's default, the kernel's 10 µs under the kernel presets; 0: none);
 ///   `word_delay_ns`: pause between words.
 ///
 /// ```python

@@ -85,9 +85,10 @@
 //!   software's share (the two add up to `cpu_ratio`). The seed's 0.33
 //!   came from a 1.2 GHz Cortex-A53 whose kernel A spent ~120 µs of CPU
 //!   an echo beside a similar wire time (its IRQ thread alone); this
-//!   host's classic spends 81–113 µs, as the host's phases go (at
-//!   SCHED_FIFO 50, its pump thread's TX included), so fast's wire alone
-//!   (27.4 µs) is 0.24–0.34 of it. Beside them, `load_host_steal_pct`: the CPU
+//!   host's classic spends 52–56 µs (at SCHED_FIFO 50, its pump thread's
+//!   TX included; the driver's `cs_change`s at 0 ns, as Linux's), so
+//!   fast's wire alone (27.4 µs) is 0.49–0.52 of it, and 0.33 is out of
+//!   reach of a policy that polls. Beside them, `load_host_steal_pct`: the CPU
 //!   time a hypervisor took from this machine during the run (`/proc/stat`). The lab's bus runs in real time while a
 //!   stolen CPU stands still, so frames lost under load follow steal.
 //!
