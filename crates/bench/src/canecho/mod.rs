@@ -82,7 +82,11 @@
 //!   (fast, as the seed's kernel C) spends at least that wire time on the
 //!   CPU, so `cpu_ratio` cannot go below `cpu_ratio_bound` (fast's wire
 //!   time over classic's CPU); `cpu_ratio_beyond_wire` is the rest, the
-//!   software's share (the two add up to `cpu_ratio`). The seed's 0.33
+//!   software's share (the two add up to `cpu_ratio`).
+//!   `cpu_ratio_bound_sleeping` is the same for a policy that sleeps
+//!   wherever a sleep is cheaper than the wire: one sleep for INT, and per
+//!   transfer the lesser of its wire time and a sleep's CPU (the wake-up
+//!   probe's `sleep_cpu_us`), no software counted. The seed's 0.33
 //!   came from a 1.2 GHz Cortex-A53 whose kernel A spent ~120 µs of CPU
 //!   an echo beside a similar wire time (its IRQ thread alone); this
 //!   host's classic spends 52–56 µs (at SCHED_FIFO 50, its pump thread's
@@ -614,6 +618,21 @@ impl CanechoReport {
         self.fast.limit() / self.linux69.median_gap()
     }
 
+    /// The lowest [`cpu_ratio`](Runs::cpu_ratio) a policy reaches that
+    /// sleeps instead of polling wherever a sleep is cheaper, with no
+    /// software at all: per echo, one sleep for INT (every policy's) and,
+    /// for each of the driver's transfers (fast's usual pattern in the
+    /// timed run), the lesser of its wire time and one sleep, a sleep
+    /// costing the CPU the SPI core's wake-up probe measured
+    /// (`wakeup_probe.sleep_cpu_us`); over classic's CPU per echo.
+    pub fn cpu_ratio_bound_sleeping(&self) -> f64 {
+        let f = &self.fast;
+        let bit_ns = f.load.spi_clocked.wire_ns as f64 / f.load.spi_clocked.bits.max(1) as f64;
+        let sleep_ns = self.wakeup.sleep_cpu_ns as f64;
+        let transfers_ns: f64 = f.timed.transfers_per_frame.iter().map(|&b| (b as f64 * bit_ns).min(sleep_ns)).sum();
+        (sleep_ns + transfers_ns) / 1e3 / self.classic.cpu_us_per_echo()
+    }
+
     /// One JSON object.
     pub fn to_json(&self) -> serde_json::Value {
         let o = &self.options;
@@ -644,6 +663,7 @@ impl CanechoReport {
             "gap_ratio_vs_linux69_bound": round(self.gap_ratio_vs_linux69_bound(), 3),
             "cpu_ratio_vs_linux69": round(self.cpu_ratio_vs_linux69(), 3),
             "cpu_ratio_bound": round(self.cpu_ratio_bound(), 3),
+            "cpu_ratio_bound_sleeping": round(self.cpu_ratio_bound_sleeping(), 3),
             "cpu_ratio_beyond_wire": round(self.cpu_ratio_beyond_wire(), 3),
             "cpu_ratio_with_lab_wakes": round(self.cpu_ratio_with_lab_wakes(), 3),
             "cpu_ratio_vs_linux69_with_lab_wakes": round(self.cpu_ratio_vs_linux69_with_lab_wakes(), 3),
@@ -733,12 +753,15 @@ impl CanechoReport {
         ));
         s.push_str(&format!(
             "CPU C/A {:.3}, bound {:.3}: a policy that polls its transfers spends at least their wire time on the CPU \
-             ({:.1} µs an echo, against A's {:.1} µs of CPU); beyond the wire, C's CPU is {:.3}× A's\n",
+             ({:.1} µs an echo, against A's {:.1} µs of CPU); beyond the wire, C's CPU is {:.3}× A's; \
+             sleeping wherever a {:.1} µs sleep costs less than the wire, no software: {:.3}\n",
             self.cpu_ratio(),
             self.cpu_ratio_bound(),
             c.wire_us_per_echo(),
             a.cpu_us_per_echo(),
             self.cpu_ratio_beyond_wire(),
+            self.wakeup.sleep_cpu_ns as f64 / 1e3,
+            self.cpu_ratio_bound_sleeping(),
         ));
         s.push_str(&match (&self.scheduling.fifo_priority(), &self.scheduling.refused) {
             (Some(p), _) => format!(
@@ -933,10 +956,16 @@ mod tests {
             "gap_ratio_vs_linux69_bound",
             "gap_ratio_bound",
             "cpu_ratio_bound",
+            "cpu_ratio_bound_sleeping",
             "cpu_ratio_beyond_wire",
         ] {
             assert!(j[k].is_number(), "{k} missing: {j}");
         }
+        // Sleeping through a transfer is counted only where it is cheaper
+        // than its wire: never above all the wire plus the INT's sleep.
+        let sleeping = r.cpu_ratio_bound_sleeping();
+        let most = (r.fast.wire_us_per_echo() + r.wakeup.sleep_cpu_ns as f64 / 1e3) / r.classic.cpu_us_per_echo();
+        assert!(sleeping > 0.0 && sleeping <= most * 1.001, "cpu_ratio_bound_sleeping {sleeping}, at most {most}");
         // Every echo's transfers were clocked: at least the 408 bits before
         // its request takes effect (above) each, and their wire time is
         // part of fast's CPU, which polls them.
