@@ -28,6 +28,7 @@ use super::exec::{
 };
 use super::message::{MessageBackend, MessagePlanner};
 use super::policy::Policy;
+use super::poll_budget::PollBudget;
 use super::prepared::{AsyncJob, Finished};
 use super::pump;
 use super::stats::{MessageRecord, Stats, StatsSnapshot};
@@ -439,6 +440,7 @@ impl Bus {
             powered: true,
             cs_held: None,
             transfer: 0,
+            poll_budget: PollBudget::default(),
         };
         let inner = Arc::new(BusInner {
             hw: Mutex::new(hw),

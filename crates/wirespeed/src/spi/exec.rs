@@ -14,6 +14,7 @@ use super::error::{InvalidMessage, SpiError};
 use super::message::{MessageBackend, MessageView};
 use super::plan::{plan_step, Step};
 use super::policy::Policy;
+use super::poll_budget::PollBudget;
 use super::stats::Stats;
 use super::transfer::{Data, Mode, Transfer};
 use super::waits::{classic_delay_ns, wait_until};
@@ -70,6 +71,8 @@ pub(crate) struct BusHw {
     /// The transfer the running message is at: a panic in the driver fails
     /// the message with this index.
     pub transfer: usize,
+    /// What adaptive completion may still poll beyond its break-even point.
+    pub poll_budget: PollBudget,
 }
 
 /// The controller of a controller-level bus (see [`BusHw::ctlr`]).
@@ -244,7 +247,8 @@ fn wait_or_delay(policy: &Policy, from: Instant, ns: impl Into<u64>) {
 /// adaptive completion, short ones poll and the rest sleep — until just
 /// before their end too when they fit the FIFO (with `timed_completion`),
 /// where a controller can raise its interrupt at a FIFO level ahead of the
-/// end instead of after it.
+/// end instead of after it. With the measured threshold, a transfer above
+/// it is polled anyway while the bus's polling budget allows ([`PollBudget`]).
 #[inline]
 fn choose_completion(
     policy: &Policy,
@@ -252,6 +256,7 @@ fn choose_completion(
     wire_ns: u64,
     len: usize,
     irq_cost: &IrqCost,
+    budget: &mut PollBudget,
 ) -> Completion {
     if !caps.has_irq {
         Completion::Poll
@@ -259,7 +264,9 @@ fn choose_completion(
         Completion::Timed
     } else if !caps.can_poll || !policy.adaptive_completion {
         Completion::Irq
-    } else if wire_ns < irq_cost.poll_below_ns(policy) {
+    } else if wire_ns < irq_cost.poll_below_ns(policy)
+        || (policy.poll_below_ns.is_none() && budget.take(wire_ns, now().as_ns()))
+    {
         Completion::Poll
     } else if policy.timed_completion && len <= caps.fifo_bytes as usize {
         Completion::Timed
@@ -518,7 +525,7 @@ fn shift(
         // A CS window with no data (an embedded-hal transaction of delays only).
         return Ok(None);
     }
-    let completion = choose_completion(ctx.policy, &hw.caps, st.wire_ns, st.len, ctx.irq_cost);
+    let completion = choose_completion(ctx.policy, &hw.caps, st.wire_ns, st.len, ctx.irq_cost, &mut hw.poll_budget);
     let timeout_ns = transfer_timeout_ns(st.wire_ns, st.len, hw.caps.fifo_bytes);
     let timing = if st.word_delay_ns > 0 {
         run_word_by_word(hw, data, st, ctx.policy, timeout_ns, in_flight)
@@ -556,7 +563,7 @@ fn shift_dma(
     premapped: Option<DmaAddrs>,
     in_flight: &mut InFlight<'_>,
 ) -> Result<Option<Instant>, SpiError> {
-    let completion = choose_completion(ctx.policy, &hw.caps, st.wire_ns, st.len, ctx.irq_cost);
+    let completion = choose_completion(ctx.policy, &hw.caps, st.wire_ns, st.len, ctx.irq_cost, &mut hw.poll_budget);
     let timeout_ns = transfer_timeout_ns(st.wire_ns, st.len, hw.caps.fifo_bytes);
     let BusHw { face, dma, bounce: slot, .. } = hw;
     let Some(DmaSupport { domain, .. }) = dma.as_ref() else { unreachable!("shift_dma runs only on a bus with DMA") };

@@ -78,6 +78,7 @@ mod loom_model;
 mod message;
 mod mode_flags;
 mod plan;
+mod poll_budget;
 #[cfg(feature = "lab")]
 pub(crate) use plan::word_bytes;
 mod policy;

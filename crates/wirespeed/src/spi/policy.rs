@@ -27,7 +27,7 @@ use std::time::Duration;
 /// | `lockfree_stats` | statistics under spinlocks, in two copies (controller's and device's): a sync message takes 3 round trips per copy (`spi_sync`, `spi_sync_immediate` in `__spi_sync`; `messages` in `spi_transfer_one_message`), a queued one 2 (`spi_async` or `spi_sync`, `messages`), each transfer 1 (`spi_statistics_add_transfer_stats`): 6 + 2 per transfer for a sync message | 5.18 `SPI_STATISTICS_ADD_TO_FIELD` (seed 000 §6.1); 6.0: per-cpu `u64_stats` | off | on | on |
 /// | `cs_deadlines` | CS setup, hold and inactive times and transfer delays as `_spi_transfer_delay_ns`: `ndelay` up to 1 µs, `udelay` (rounded up to µs) up to 10 µs, `usleep_range(us, us + us/10)` above; a `cs_change` with no delay given waits 10 µs (a zeroed `cs_change_delay`, unit µs), one of `Some(0)` none (unit ns, value 0: the "fast mode" mcp251xfd asks for) | `spi_set_cs`, `spi_delay_exec`, `_spi_transfer_cs_change_delay_exec`, 5.18 and 6.9 alike; mcp251xfd `mcp251xfd-ring.c` | off | off | on |
 /// | `preload_fifo` | `spi_set_cs`, then `transfer_one` fills the FIFO | spi-imx `spi_imx_transfer_one` | off | off | on |
-/// | `adaptive_completion` | always sleep on the IRQ | vanilla 5.18 spi-imx (`spi_imx_dma_transfer`/`spi_imx_pio_transfer` wait for completion); linux-6.9 polls below 30 µs of estimated transfer time (spi-imx `polling_limit_us`, 5.19) | off | on, below 30 µs | on, below the measured wake-up latency plus the sleep's own CPU |
+/// | `adaptive_completion` | always sleep on the IRQ | vanilla 5.18 spi-imx (`spi_imx_dma_transfer`/`spi_imx_pio_transfer` wait for completion); linux-6.9 polls below 30 µs of estimated transfer time (spi-imx `polling_limit_us`, 5.19) | off | on, below 30 µs | on, below the measured wake-up latency plus the sleep's own CPU, and above it while such polling stays within 0.3 % of wall time (`poll_budget.rs`: a mostly idle bus polls, a busy one sleeps) |
 /// | `skip_redundant_setup` | mode, clock and word size written for every transfer | spi-imx `spi_imx_setupxfer` in `transfer_one`, 5.18 and 6.9 | off | off | on |
 /// | `pipelined_pump` | each queued message completed, and the next taken, before the next one starts | `spi_finalize_current_message`, then `__spi_pump_messages`, 5.18 and 6.9 | off | off | on |
 /// | `optimize_message` | a prepared message is validated again at every run | 5.18 `__spi_validate` in every `__spi_sync`; 6.9 `spi_optimize_message` validates once | off | on | on |
@@ -89,7 +89,10 @@ pub struct Policy {
     /// [`poll_below_ns`](Policy::poll_below_ns) (by default the measured
     /// latency of an interrupt wake-up plus the CPU the sleep itself costs:
     /// below that, sleeping adds more latency than it saves CPU), sleep on
-    /// the IRQ otherwise. Off: always wait
+    /// the IRQ otherwise — unless the measured threshold is in use and the
+    /// bus's budget for polling beyond it (0.3 % of wall time) has room:
+    /// a mostly idle bus polls for latency, a busy one sleeps for CPU.
+    /// Off: always wait
     /// on the IRQ (spi-imx before the 5.19 polling patches).
     pub adaptive_completion: bool,
     /// On: mode, clock and word size are written only when they change.
