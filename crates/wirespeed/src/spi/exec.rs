@@ -248,7 +248,8 @@ fn wait_or_delay(policy: &Policy, from: Instant, ns: impl Into<u64>) {
 /// before their end too when they fit the FIFO (with `timed_completion`),
 /// where a controller can raise its interrupt at a FIFO level ahead of the
 /// end instead of after it. With the measured threshold, a transfer above
-/// it is polled anyway while the bus's polling budget allows ([`PollBudget`]).
+/// it (and short of the timed sleeps above) is polled anyway while the
+/// bus's polling budget allows ([`PollBudget`]).
 #[inline]
 fn choose_completion(
     policy: &Policy,

@@ -31,8 +31,15 @@ impl PollBudget {
     /// wire time is spent. A refused transfer spends nothing.
     pub(crate) fn take(&mut self, wire_ns: u64, now_ns: u64) -> bool {
         let earned = now_ns.saturating_sub(self.at_ns).saturating_mul(PERMILLE) / 1000;
-        self.at_ns = now_ns;
-        self.tokens_ns = self.tokens_ns.saturating_add(earned).min(CAP_NS);
+        if self.tokens_ns.saturating_add(earned) >= CAP_NS {
+            self.tokens_ns = CAP_NS;
+            self.at_ns = now_ns;
+        } else {
+            // Only the time turned into budget is used up: calls closer
+            // together than 1000 / PERMILLE ns still earn their share.
+            self.tokens_ns += earned;
+            self.at_ns += earned * 1000 / PERMILLE;
+        }
         if self.tokens_ns < wire_ns {
             return false;
         }
@@ -75,5 +82,21 @@ mod tests {
         assert!(!b.take(1, t), "an empty budget refuses");
         // Earned back at PERMILLE of the time that passed.
         assert!(b.take(1_000, t + (1_000 * 1000u64).div_ceil(PERMILLE)));
+    }
+
+    #[test]
+    fn frequent_calls_earn_the_same_as_rare_ones() {
+        // Asked every 100 ns (each call earning less than 1 ns), the
+        // budget still grows at PERMILLE of the time.
+        let mut b = PollBudget::default();
+        let t0 = 10_000_000_000;
+        assert!(b.take(CAP_NS, t0));
+        let mut t = t0;
+        for _ in 0..100_000 {
+            t += 100;
+            assert!(!b.take(CAP_NS, t));
+        }
+        let expected = (t - t0) * PERMILLE / 1000;
+        assert!(b.tokens_ns + 1 >= expected, "earned {} ns over {} ns, expected {expected}", b.tokens_ns, t - t0);
     }
 }
