@@ -119,14 +119,17 @@ fn a_cs_change_delay_of_zero_waits_nothing_under_the_kernel_presets() {
     for policy in [Policy::classic(), Policy::linux69()] {
         let b = bench(policy.clone());
         let dev = b.bus.device(DeviceConfig::new(0, 20_000_000)).unwrap();
-        let mut gaps = Vec::new();
-        for delay in [Some(0), None] {
-            b.block.trace_start(1 << 16);
-            dev.sync(&mut [Transfer::write(&[1]).cs_change(delay), Transfer::write(&[2])]).unwrap();
-            gaps.push(cs_high_gaps_ns(&cs_windows(&b.block.trace_take()))[0]);
+        // The shortest of a few gaps each: one stalled by the host says nothing.
+        let mut gaps = [u64::MAX; 2];
+        for _ in 0..5 {
+            for (g, delay) in gaps.iter_mut().zip([Some(0), None]) {
+                b.block.trace_start(1 << 16);
+                dev.sync(&mut [Transfer::write(&[1]).cs_change(delay), Transfer::write(&[2])]).unwrap();
+                *g = (*g).min(cs_high_gaps_ns(&cs_windows(&b.block.trace_take()))[0]);
+            }
         }
         assert!(gaps[1] >= 10_000, "{policy:?}: no delay given, CS high {} ns; the kernel waits 10 µs", gaps[1]);
-        // The 10 µs default not waited: shorter by most of it, however slow the host.
+        // The 10 µs default not waited: shorter by most of it.
         assert!(gaps[0] + 5_000 < gaps[1], "{policy:?}: a zero delay kept CS high {} ns against {}", gaps[0], gaps[1]);
     }
 }
