@@ -314,6 +314,10 @@ impl PolicyReport {
     fn wire_us_per_echo(&self) -> f64 {
         self.per_echo_us(self.load.spi_clocked.wire_ns)
     }
+    /// One SPI bit's wire time in the load run (what the block clocked), ns.
+    fn spi_bit_ns(&self) -> f64 {
+        self.load.spi_clocked.wire_ns as f64 / self.load.spi_clocked.bits.max(1) as f64
+    }
     /// The same wire time over the load run's length, %.
     fn wire_pct(&self) -> f64 {
         self.pct(self.load.spi_clocked.wire_ns)
@@ -630,7 +634,7 @@ impl CanechoReport {
     /// (`wakeup_probe.sleep_cpu_us`); over classic's CPU per echo.
     pub fn cpu_ratio_bound_sleeping(&self) -> f64 {
         let f = &self.fast;
-        let bit_ns = f.load.spi_clocked.wire_ns as f64 / f.load.spi_clocked.bits.max(1) as f64;
+        let bit_ns = f.spi_bit_ns();
         let sleep_ns = self.wakeup.sleep_cpu_ns as f64;
         let transfers_ns: f64 = f.timed.transfers_per_frame.iter().map(|&b| (b as f64 * bit_ns).min(sleep_ns)).sum();
         (sleep_ns + transfers_ns) / 1e3 / self.classic.cpu_us_per_echo()
@@ -965,9 +969,12 @@ mod tests {
             assert!(j[k].is_number(), "{k} missing: {j}");
         }
         // Sleeping through a transfer is counted only where it is cheaper
-        // than its wire: never above all the wire plus the INT's sleep.
+        // than its wire: never above the same transfers' whole wire plus
+        // the INT's sleep.
         let sleeping = r.cpu_ratio_bound_sleeping();
-        let most = (r.fast.wire_us_per_echo() + r.wakeup.sleep_cpu_ns as f64 / 1e3) / r.classic.cpu_us_per_echo();
+        let pattern_bits: u64 = r.fast.timed.transfers_per_frame.iter().sum();
+        let pattern_ns = pattern_bits as f64 * r.fast.spi_bit_ns();
+        let most = (pattern_ns + r.wakeup.sleep_cpu_ns as f64) / 1e3 / r.classic.cpu_us_per_echo();
         assert!(sleeping > 0.0 && sleeping <= most * 1.001, "cpu_ratio_bound_sleeping {sleeping}, at most {most}");
         // Every echo's transfers were clocked: at least the 408 bits before
         // its request takes effect (above) each, and their wire time is
