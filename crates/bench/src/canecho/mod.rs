@@ -107,8 +107,8 @@
 //! ones: each time it slept — on INT, on a transfer's interrupt, on the
 //! pump's completion of its TX — every one a wake-up's CPU on the bill
 //! (classic: the INT and each transfer; linux-6.9: the INT alone, its pump
-//! thread runs the TX; fast: the INT, and the longest transfer when it
-//! sleeps through it). `--lab-cpus LIST` ([`CanechoOptions::lab_cpus`])
+//! thread runs the TX; fast: the INT, and its two long transfers unless
+//! its polling budget polls them, about 2.6 an echo in all). `--lab-cpus LIST` ([`CanechoOptions::lab_cpus`])
 //! keeps them apart: the labs' interrupt threads on those CPUs, the stack's
 //! threads (echo, SPI pump) on the others; `placement` in the JSON says
 //! which. Apart, fast's core may find the interrupt cheap enough to sleep
