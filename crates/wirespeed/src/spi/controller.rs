@@ -108,7 +108,10 @@ pub enum Completion {
     /// from the clock the driver set, less the thread's wake-up margin),
     /// then poll the rest: the CPU is free for most of a long transfer and
     /// no wake-up lands after its end. An error interrupt still ends the
-    /// sleep early. A driver that cannot predict the end treats it as [`Irq`](Completion::Irq).
+    /// sleep early. A driver that cannot predict the end treats it as [`Irq`](Completion::Irq),
+    /// and so may one whose wake-ups take as long as the transfer (the lab
+    /// driver does, for a transfer that fits its FIFO): the core chose to
+    /// sleep, and polling the whole transfer would spend the CPU it chose to save.
     Timed,
 }
 
