@@ -94,15 +94,26 @@ fn sine_values_match_the_source_at_each_timestamp() {
     let ring = SampleRing::new(256).unwrap();
     let rep = adc.run(20_000.0, Some(200), &ring, &AtomicBool::new(false)).unwrap();
     assert_eq!(rep.samples + rep.missed_periods, 200);
-    let mut seen_high = false;
+    let (mut seen_high, mut n, mut off) = (false, 0, Vec::new());
     while let Some(s) = ring.pop() {
-        // The driver's timestamp precedes CONVST's edge by the cost of one GPIO write.
+        // The driver's timestamp precedes CONVST's edge by the cost of one
+        // GPIO write, unless the thread was preempted between the two: a
+        // few such sets are allowed (the Python test takes the 99th
+        // percentile for the same reason).
         let t = s.timestamp.as_ns() as f64 * 1e-9;
         let want = amp * (std::f64::consts::TAU * f * t).sin();
         let slope = amp * std::f64::consts::TAU * f * 5e-6; // 5 µs of the steepest slope
-        assert!((s.volts()[0] - want).abs() <= slope + 2.0 * 10.0 / 32768.0, "{} vs {want}", s.volts()[0]);
+        if (s.volts()[0] - want).abs() > slope + 2.0 * 10.0 / 32768.0 {
+            off.push((s.volts()[0], want));
+        }
         seen_high |= s.volts()[0] > 3.5;
+        n += 1;
     }
+    assert!(
+        off.len() * 50 <= n,
+        "{} of {n} sets off the source at their timestamps (value, source): {off:?}",
+        off.len()
+    );
     assert!(seen_high);
 }
 

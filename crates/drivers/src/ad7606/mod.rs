@@ -59,6 +59,11 @@ pub struct Ad7606 {
     convst_offset: u32,
     /// The logical value that drives CONVST's pad high.
     convst_on: bool,
+    /// CONVST's last rising edge came no later than this: the end of the
+    /// write that raised it. The conversion is timed from here, so a
+    /// thread preempted between its timestamp and the edge still waits
+    /// the whole conversion.
+    edge_by: Instant,
     busy: BusyWait,
     read: PreparedMessage,
     cfg: Config,
@@ -90,7 +95,7 @@ impl Ad7606 {
             .map_err(|e| Error::Spi(wirespeed::spi::SpiError::from(e)))?;
         let convst_on = !s.active_low;
         convst.set_value(convst_offset, !convst_on).map_err(|error| Error::Gpio { line: "CONVST", error })?;
-        Ok(Ad7606 { spi, convst, convst_offset, convst_on, busy, read, cfg, samples: 0 })
+        Ok(Ad7606 { spi, convst, convst_offset, convst_on, edge_by: now(), busy, read, cfg, samples: 0 })
     }
 
     /// The configuration.
@@ -118,14 +123,16 @@ impl Ad7606 {
         &self.spi
     }
 
-    /// Pulses CONVST; returns the instant just before its rising edge.
+    /// Pulses CONVST; returns the instant just before its rising edge
+    /// (and keeps the one just after it in `edge_by`).
     #[inline]
     fn convst(&mut self) -> Result<Instant, Error> {
         let gpio = |error| Error::Gpio { line: "CONVST", error };
         self.busy.arm()?;
         let t = now();
         self.convst.set_value(self.convst_offset, self.convst_on).map_err(gpio)?;
-        spin_until(Deadline::at(t.add_ns(CONVST_PULSE_NS)));
+        self.edge_by = now();
+        spin_until(Deadline::at(self.edge_by.add_ns(CONVST_PULSE_NS)));
         self.convst.set_value(self.convst_offset, !self.convst_on).map_err(gpio)?;
         Ok(t)
     }
@@ -144,7 +151,7 @@ impl Ad7606 {
     #[inline]
     pub fn sample(&mut self) -> Result<SampleSet, Error> {
         let t = self.convst()?;
-        self.busy.wait(t)?;
+        self.busy.wait(self.edge_by)?;
         let s = self.read_registers(t)?;
         self.samples += 1;
         Ok(s)
@@ -159,7 +166,7 @@ impl Ad7606 {
 
     /// Waits for the conversion started at `started` and reads it.
     pub fn finish(&mut self, started: Instant) -> Result<SampleSet, Error> {
-        self.busy.wait(started)?;
+        self.busy.wait(started.max(self.edge_by))?;
         let s = self.read_registers(started)?;
         self.samples += 1;
         Ok(s)
