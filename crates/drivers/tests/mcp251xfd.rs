@@ -491,14 +491,25 @@ fn echoes_under_a_kernel_preset_cost_no_interrupt_pass_for_nothing() {
                 .unwrap();
         let mut d = driver(&mut r, cfg(500_000)).unwrap();
         gen.start(now());
+        let mut int_high = Vec::new();
         for i in 0..20 {
             let f = d.recv(Some(Duration::from_secs(2))).unwrap().unwrap_or_else(|| panic!("{name}: frame {i}"));
             if i > 0 {
-                // Fast defers the UINC into the TX message (INT still low);
-                // a kernel preset has sent it (INT high, the FIFO empty).
-                assert_eq!(r.dev.int_pin().is_high(), name != "fast", "{name}: frame {i}");
+                int_high.push(r.dev.int_pin().is_high());
             }
             d.send(&f.with_id(CanId::Standard(0x078)).unwrap()).unwrap();
+        }
+        // Fast defers the UINC into the TX message (INT still low after
+        // every pass); a kernel preset has sent it (INT high, the FIFO
+        // empty). A host stall of 2 ms (the next frame) or of the pump
+        // thread (the echo's TEF event late) can find INT low again, so a
+        // few such passes are allowed: a driver that left the UINC in the
+        // pump's TX message would leave INT low after nearly every one.
+        let high = int_high.iter().filter(|&&h| h).count();
+        if name == "fast" {
+            assert_eq!(high, 0, "{name}: INT high after {high} of 19 passes");
+        } else {
+            assert!(high >= 15, "{name}: INT high after only {high} of 19 passes: {int_high:?}");
         }
         d.flush_tx().unwrap();
         let s = d.stats();

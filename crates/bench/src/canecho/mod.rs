@@ -108,8 +108,8 @@
 //! pump's completion of its TX — every one a wake-up's CPU on the bill
 //! (classic: the INT and each transfer; linux-6.9: the INT alone, its pump
 //! thread runs the TX; fast: the INT, and its two long transfers unless
-//! its polling budget polls them, about 2.6 an echo in all). `--lab-cpus LIST` ([`CanechoOptions::lab_cpus`])
-//! keeps them apart: the labs' interrupt threads on those CPUs, the stack's
+//! its polling budget polls them, about 2.6 an echo in all).
+//! `--lab-cpus LIST` ([`CanechoOptions::lab_cpus`]) keeps them apart: the labs' interrupt threads on those CPUs, the stack's
 //! threads (echo, SPI pump) on the others; `placement` in the JSON says
 //! which. Apart, fast's core may find the interrupt cheap enough to sleep
 //! through its longer transfers (its adaptive completion), and its CPU can

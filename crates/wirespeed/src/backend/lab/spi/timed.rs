@@ -2,7 +2,8 @@
 //! ([`Completion::Timed`](crate::spi::Completion::Timed)). A transfer that
 //! fits the FIFO sleeps on the block's RX-threshold interrupt, set as many
 //! words before its end as an interrupt's wake-up takes, or at its last
-//! word when that lead is the whole transfer (`LabSpi::sleep_until_rx_level`). A DMA transfer sleeps until the
+//! word when that lead is the whole transfer
+//! (`LabSpi::sleep_until_rx_level`). A DMA transfer sleeps until the
 //! predicted end less how late this driver's timed waits wake up, on the
 //! block's interrupt line with only its error interrupt enabled, so that an
 //! error ends the sleep at once. Either way the caller polls the rest.
