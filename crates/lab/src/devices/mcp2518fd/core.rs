@@ -49,6 +49,9 @@ pub(super) struct Core {
     pub(super) stats: Stats,
     pub(super) spi: SpiState,
     pub(super) pin_latch: PinLatch,
+    /// How many times the pins were evaluated (tests count the emulation's work).
+    #[cfg(test)]
+    pub(super) pin_updates: u64,
     pub(super) bus: Option<(WeakBus, NodeId)>,
     pub(super) counters: ErrorCounters,
     /// FIFOs with an interrupt enable set in FIFOCON (bit m: FIFO m): the
@@ -136,6 +139,8 @@ impl Core {
             stats: Stats::default(),
             spi: SpiState::default(),
             pin_latch: PinLatch::new(pins),
+            #[cfg(test)]
+            pin_updates: 0,
             bus: None,
             counters: ErrorCounters::default(),
             ie_fifos: 0,

@@ -173,6 +173,10 @@ impl Core {
     }
 
     pub(super) fn update_pins(&mut self, at: Instant) {
+        #[cfg(test)]
+        {
+            self.pin_updates += 1;
+        }
         let flags = self.int_flag_bits();
         let en = self.int_en >> 16;
         self.pin_latch.drive(PinId::Int, flags & en == 0, at);

@@ -464,8 +464,8 @@ impl SpiDeviceModel for Mcp2518fd {
             let b = (mosi >> (8 * u32::from(i))) as u8;
             miso |= u32::from(spi::SpiState::byte(&mut c, b, at)) << (8 * u32::from(i));
         }
-        // Reading changes no state, so only a write can move the pins.
-        if c.spi.may_change_state() {
+        // Only a register write or a CRC flag can move the pins.
+        if c.spi.take_pins_stale() {
             c.update_pins(at);
         }
         miso

@@ -183,6 +183,36 @@ mod tests {
         assert_eq!(devid, Ok(DEVID_MCP2518FD), "the read finished while the sink still ran");
     }
 
+    /// The pins are worked out again only after a byte that can move them
+    /// (a register write, a CRC flag), not after every byte shifted: a
+    /// command byte, a read and a write into RAM change nothing they show.
+    #[test]
+    fn only_register_writes_and_crc_flags_make_the_device_work_out_its_pins() {
+        use super::super::crc16::crc16;
+        let mut t = T::new();
+        t.ready();
+        let updates = |t: &T| t.dev.lock().pin_updates;
+        let before = updates(&t);
+        let mut ram_write = vec![0x20 | (RAM_START >> 8) as u8, RAM_START as u8];
+        ram_write.extend(0..16u8);
+        t.xfer(&ram_write);
+        t.read(C1INT);
+        assert_eq!(updates(&t), before, "a RAM write and a read worked out the pins");
+        // IOCON's four bytes, each a register write; the last drives INT0 low.
+        t.write(IOCON, IOCON_PM0);
+        assert_eq!(updates(&t), before + 4, "each register byte written, once");
+        assert!(!t.dev.int0_pin().is_high(), "INT0 follows its latch");
+        // A WRITE_CRC into RAM with a wrong CRC raises CRCERRIF: the pins are worked out.
+        let before = updates(&t);
+        let cmd = [0xA0 | (RAM_START >> 8) as u8, RAM_START as u8, 1, 1, 2, 3, 4];
+        let crc = crc16(&cmd) ^ 1;
+        let mut bad = cmd.to_vec();
+        bad.extend(crc.to_be_bytes());
+        t.xfer(&bad);
+        assert_ne!(t.read(CRC) & CRC_CRCERRIF, 0, "the wrong CRC was noticed");
+        assert!(updates(&t) > before, "a CRC flag raised without working out the pins");
+    }
+
     /// Writes IOCON through the SPI face of `d` at `at` (INT0 a GPIO output at `high`).
     fn drive_int0(d: &mut super::super::Mcp2518fd, high: bool, at: Instant) {
         use crate::spi::SpiDeviceModel;

@@ -57,6 +57,10 @@ pub(super) struct SpiState {
     pub(super) ecc_data: u32,
     /// A read changed a flag (ECCSTAT): the pins need updating.
     pub(super) flags_changed: bool,
+    /// A byte of this access wrote a register or raised a CRC flag since
+    /// the pins were last updated (a command byte, a read or a RAM write
+    /// changes nothing they show).
+    pins_stale: bool,
     /// The previous byte on each wire (for a late-sampling slip).
     prev_mosi: u8,
     prev_miso: u8,
@@ -73,10 +77,13 @@ impl SpiState {
         *self = SpiState { phase: Phase::Cmd1, ..SpiState::default() };
     }
 
-    /// Whether the access in progress may have changed the device's state
-    /// (any instruction but READ and READ_CRC, whose bytes only read).
-    pub fn may_change_state(&self) -> bool {
-        self.flags_changed || !matches!(self.instr, INSTR_READ | INSTR_READ_CRC)
+    /// Whether the bytes since the last call may have changed what the
+    /// pins show; the pins are then brought up to date by the caller.
+    pub fn take_pins_stale(&mut self) -> bool {
+        let stale = self.pins_stale || self.flags_changed;
+        self.pins_stale = false;
+        self.flags_changed = false;
+        stale
     }
 
     /// CS went low while the device slept in Low-Power Mode: the access
@@ -97,7 +104,9 @@ impl SpiState {
                     core.format_error();
                 }
             }
-            _ => {}
+            _ if s.pins_stale || s.flags_changed => {}
+            // A read, or a write whose bytes were all brought to the pins already.
+            _ => return,
         }
         core.update_pins(at);
     }
@@ -175,6 +184,7 @@ impl SpiState {
                 if s.crc_n == 2 && s.instr != INSTR_READ_CRC {
                     let got = u16::from_be_bytes(s.crc_in);
                     let want = s.crc;
+                    s.pins_stale = true;
                     if got != want {
                         core.crc_error(want);
                     } else if s.instr == INSTR_WRITE_SAFE {
@@ -205,6 +215,7 @@ impl SpiState {
             }
             INSTR_WRITE => {
                 core.spi.addr = next;
+                core.spi.pins_stale |= !in_ram(addr);
                 core.write_byte(addr, mosi, at);
                 0
             }
@@ -229,6 +240,7 @@ impl SpiState {
             INSTR_WRITE_CRC => {
                 core.write_byte(addr, mosi, at);
                 let s = &mut core.spi;
+                s.pins_stale |= !in_ram(addr);
                 s.addr = next;
                 s.crc = crc16_update(s.crc, &[mosi]);
                 s.done += 1;
