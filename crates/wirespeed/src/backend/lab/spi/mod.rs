@@ -44,6 +44,10 @@ pub struct LabSpi {
     /// How late interrupt waits wake up: how many words before a burst's
     /// end its RX-threshold interrupt is set, when a timed wait fits the FIFO.
     irq_lead: timed::WakeLateness,
+    /// The CPU one sleep costs the thread that sleeps, ns (the core's
+    /// wake-up probe): a wake-up ahead of a burst's end must spare more
+    /// polling than that.
+    sleep_cpu_ns: u64,
 }
 
 /// The most words one burst can shift (`XFERLEN` is 24 bits wide); longer
@@ -163,6 +167,7 @@ impl LabSpi {
             dma,
             lateness: timed::WakeLateness::default(),
             irq_lead: timed::WakeLateness::for_interrupt(crate::spi::thread_wakeup().latency_ns),
+            sleep_cpu_ns: crate::spi::thread_wakeup().sleep_cpu_ns,
         };
         // The block may have been left powered down (by an earlier driver's
         // idle teardown): power it up and wait for READY, as after teardown.

@@ -2,8 +2,9 @@
 //! ([`Completion::Timed`](crate::spi::Completion::Timed)). A transfer that
 //! fits the FIFO sleeps on the block's RX-threshold interrupt, set as many
 //! words before its end as an interrupt's wake-up takes, or at its last
-//! word when that lead is the whole transfer
-//! (`LabSpi::sleep_until_rx_level`). A DMA transfer sleeps until the
+//! word when the words before that lead take no longer than a sleep's own
+//! CPU (the lead is most or all of the transfer: waking ahead would cost
+//! more than polling it whole) (`LabSpi::sleep_until_rx_level`). A DMA transfer sleeps until the
 //! predicted end less how late this driver's timed waits wake up, on the
 //! block's interrupt line with only its error interrupt enabled, so that an
 //! error ends the sleep at once. Either way the caller polls the rest.
@@ -126,16 +127,18 @@ impl LabSpi {
     /// before the end that the interrupt's wake-up takes (`irq_lead`: how
     /// late interrupt waits wake, learnt as timed sleeps' is): a FIFO level
     /// interrupt instead of a timer, so the wake-up costs what an
-    /// interrupt's does, and no timer's lateness. A burst no longer than
-    /// that lead sleeps until its last word instead: the core chose to
-    /// sleep through it (its wire time is above the break-even point), and
-    /// polling it whole would spend the CPU that choice was to save; such a
-    /// wait tests no lead, which eases down as if untested. Errors end the
-    /// sleep at once; the caller polls the rest.
+    /// interrupt's does, and no timer's lateness. A burst whose words
+    /// before that lead take no longer than a sleep's own CPU
+    /// (`sleep_cpu_ns`) sleeps until its last word instead: waking ahead
+    /// would cost more CPU than polling it whole, for no less latency, and
+    /// the core chose to sleep through it (its wire time is above the
+    /// break-even point, or the bus's polling budget is spent), not to
+    /// poll; such a wait tests no lead, which eases down as if untested.
+    /// Errors end the sleep at once; the caller polls the rest.
     pub(super) fn sleep_until_rx_level(&mut self, n: usize, timeout: &mut Timeout) -> Result<(), ControllerFault> {
         let lead_ns = self.irq_lead.seeded_ns();
         let lead_words = lead_ns.div_ceil(self.word_ns.max(1)).max(1) as usize;
-        let ahead = lead_words < n;
+        let ahead = lead_words < n && self.burst_ns(n - lead_words) > self.sleep_cpu_ns;
         if !ahead {
             self.irq_lead.untested();
         }
@@ -277,5 +280,45 @@ mod tests {
         // Each slept on its interrupt (one the host took longer than the
         // whole transfer to start waiting for would find it done: allowed).
         assert!(slept * 10 >= to_the_end * 9, "{slept} of {to_the_end} transfers slept on their interrupt");
+    }
+
+    /// A wake-up ahead of the end is tried only where the words it lets
+    /// the thread sleep through take longer than a sleep's own CPU: with
+    /// less to spare, waking ahead and polling the rest would cost more
+    /// than polling the whole transfer, so the wait sleeps to its end.
+    #[test]
+    fn a_wake_up_ahead_must_spare_more_polling_than_the_sleep_costs() {
+        use crate::backend::lab::LabSpi;
+        use crate::spi::{Bus, DeviceConfig, Policy, Transfer};
+        use wirespeed_lab::spi::regs;
+        use wirespeed_lab::{Lab, LabConfig};
+        // 16-byte transfers at 100 kHz (80 µs a word) under a lead of 8
+        // words: waking ahead spares 8 words, 640 µs of polling.
+        let armed_ahead = |sleep_cpu_ns: u64| {
+            let lab = Lab::new(LabConfig::default());
+            let block = lab.spi_controller(Default::default());
+            let mut driver = LabSpi::pio_only(block.clone());
+            driver.irq_lead = WakeLateness::for_interrupt(8 * 80_000);
+            driver.sleep_cpu_ns = sleep_cpu_ns;
+            let policy = Policy { poll_below_ns: Some(1_000), ..Policy::fast() };
+            let dev = Bus::new(driver, policy).device(DeviceConfig::new(0, 100_000)).unwrap();
+            let tx: Vec<u8> = (0..16u8).collect();
+            let mut rx = [0u8; 16];
+            // A first transfer translates the code under valgrind, whose
+            // first run could outlast the 8 words before the level.
+            dev.sync(&mut [Transfer::duplex(&tx, &mut rx)]).unwrap();
+            let mut ahead = 0;
+            for _ in 0..5 {
+                block.write(regs::RXTHR, 16);
+                dev.sync(&mut [Transfer::duplex(&tx, &mut rx)]).unwrap();
+                ahead += u32::from(block.read(regs::RXTHR) < 16);
+            }
+            ahead
+        };
+        assert_eq!(armed_ahead(1_000_000), 0, "a sleep dearer than the 640 µs it spares woke ahead");
+        // Where the sleep costs less, the wait wakes ahead (a wait that
+        // began after the level was reached arms nothing: allowed once).
+        let cheap = armed_ahead(100_000);
+        assert!(cheap >= 4, "a sleep cheaper than what it spares woke ahead in only {cheap} of 5 transfers");
     }
 }
