@@ -162,7 +162,7 @@ fn spawn_echo(
     let gen = rig.gen.clone();
     let block = rig.block.clone();
     std::thread::Builder::new()
-        .name("canecho".into())
+        .name(format!("echo-{}", pump.trim_start_matches("spi-pump-")))
         .spawn(move || echo_thread(d, count, id, &pump, &block, move || gen.is_done(), count_wake_cpu))
         .map_err(|e| e.to_string())
 }
