@@ -187,6 +187,35 @@ impl SpiController {
         });
     }
 
+    /// Pops `out.len()` words of at most 8 bits from `RXDATA` into `out`,
+    /// one byte each (Linux's `ioread8_rep`): the same as that many reads,
+    /// each paying the register-access latency, under one lock of the model.
+    pub fn read_fifo_bytes(&self, out: &mut [u8]) {
+        let mut bytes = out.iter_mut();
+        self.pop_rx(bytes.len(), |w| {
+            if let Some(b) = bytes.next() {
+                *b = w as u8;
+            }
+        });
+    }
+
+    /// Pops `n` words from `RXDATA` and drops them (a write's answers): the
+    /// same as that many reads, under one lock of the model.
+    pub fn drop_fifo(&self, n: usize) {
+        self.pop_rx(n, |_| {});
+    }
+
+    #[inline]
+    fn pop_rx(&self, n: usize, mut each: impl FnMut(u32)) {
+        let latency_ns = self.shared.latency_ns;
+        update(&self.shared, |m| {
+            for _ in 0..n {
+                delay_ns(latency_ns);
+                each(m.read(regs::RXDATA));
+            }
+        });
+    }
+
     /// Loads a DMA descriptor: writes `DMATX_*` and `DMARX_*` and sets
     /// `DMACTRL.TXEN`/`RXEN` for the directions it has (clearing the others;
     /// a descriptor with neither turns DMA off). The next `START` runs a DMA

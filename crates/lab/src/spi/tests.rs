@@ -361,3 +361,23 @@ fn ready_rises_power_up_time_after_power_on_even_when_status_needs_no_clock() {
     assert!(after >= power_up_ns, "READY rose {after} ns after PWR.ON, before the power-up time");
     assert_ne!(block.read(STATUS) & STATUS_READY, 0, "and stays up");
 }
+
+#[test]
+fn fifo_reads_pop_what_as_many_reads_would_and_flag_an_underflow_as_they_do() {
+    let (_lab, block) = block_with(LabConfig { instant_wire: true, ..LabConfig::default() }, Default::default());
+    block.write(XFERLEN, 5);
+    block.write_fifo(&[0x11, 0x22, 0x33, 0x44, 0x55]);
+    block.write(START, START_GO);
+    assert_ne!(wait_done(&block) & STATUS_DONE, 0);
+    let mut got = [0u8; 2];
+    block.read_fifo_bytes(&mut got);
+    assert_eq!(got, [0x11, 0x22]);
+    block.drop_fifo(1);
+    assert_eq!(rx_level(block.read(STATUS)), 2, "two words left");
+    assert_eq!(block.read(STATUS) & STATUS_ERR, 0);
+    // One word more than the FIFO holds: the last read underflows, as a single read would.
+    let mut got = [0xFFu8; 3];
+    block.read_fifo_bytes(&mut got);
+    assert_eq!(got, [0x44, 0x55, 0]);
+    assert_ne!(block.read(STATUS) & STATUS_ERR, 0, "an empty FIFO read is an error");
+}

@@ -356,21 +356,13 @@ impl LabSpi {
     /// Pops words `words` from the RX FIFO into `data` (dropped for a write).
     fn drain(&self, data: &mut Data<'_>, words: Range<usize>, wb: usize) {
         match data.rx_mut() {
-            Some(buf) if wb == 1 => {
-                for b in &mut buf[words] {
-                    *b = self.block.read(regs::RXDATA) as u8;
-                }
-            }
+            Some(buf) if wb == 1 => self.block.read_fifo_bytes(&mut buf[words]),
             Some(buf) => {
                 for i in words {
                     rx_store(buf, i, wb, self.block.read(regs::RXDATA));
                 }
             }
-            None => {
-                for _ in words {
-                    self.block.read(regs::RXDATA);
-                }
-            }
+            None => self.block.drop_fifo(words.len()),
         }
     }
 }
