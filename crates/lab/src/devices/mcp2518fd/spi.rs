@@ -95,20 +95,27 @@ impl SpiState {
     /// CS went high at `at`: finish the access.
     pub fn deselect(core: &mut Core, at: Instant) {
         let s = std::mem::take(&mut core.spi);
-        match s.instr {
+        // Each byte's changes reached the pins as it shifted (`exchange`):
+        // only what this edge does can move them now.
+        let stale = s.pins_stale || s.flags_changed;
+        let moved = match s.instr {
             // Asleep, the instruction is ignored (and counted).
-            INSTR_RESET if s.bytes == 2 && s.phase != Phase::Ignore && !core.reset_ignored() => core.reset(at),
+            INSTR_RESET if s.bytes == 2 && s.phase != Phase::Ignore && !core.reset_ignored() => {
+                core.reset(at);
+                true
+            }
             INSTR_READ_CRC | INSTR_WRITE_CRC | INSTR_WRITE_SAFE if s.bytes >= 2 => {
                 let complete = matches!(s.phase, Phase::Crc) && s.crc_n == 2 && s.extra == 0;
                 if !complete {
                     core.format_error();
                 }
+                !complete || stale
             }
-            _ if s.pins_stale || s.flags_changed => {}
-            // A read, or a write whose bytes were all brought to the pins already.
-            _ => return,
+            _ => stale,
+        };
+        if moved {
+            core.update_pins(at);
         }
-        core.update_pins(at);
     }
 
     /// One byte shifted at `at`; returns MISO as the host samples it.

@@ -157,6 +157,7 @@ impl LabSpi {
             has_irq: true,
             mode_flags: crate::spi::ModeFlags::NONE,
         };
+        let wakeup = crate::spi::thread_wakeup();
         let mut spi = LabSpi {
             block,
             caps,
@@ -166,8 +167,8 @@ impl LabSpi {
             word_ns: word_ns(8, 2, base_hz),
             dma,
             lateness: timed::WakeLateness::default(),
-            irq_lead: timed::WakeLateness::for_interrupt(crate::spi::thread_wakeup().latency_ns),
-            sleep_cpu_ns: crate::spi::thread_wakeup().sleep_cpu_ns,
+            irq_lead: timed::WakeLateness::for_interrupt(wakeup.latency_ns),
+            sleep_cpu_ns: wakeup.sleep_cpu_ns,
         };
         // The block may have been left powered down (by an earlier driver's
         // idle teardown): power it up and wait for READY, as after teardown.

@@ -3,11 +3,11 @@
 //! fits the FIFO sleeps on the block's RX-threshold interrupt, set as many
 //! words before its end as an interrupt's wake-up takes, or at its last
 //! word when the words before that lead take no longer than a sleep's own
-//! CPU (the lead is most or all of the transfer: waking ahead would cost
-//! more than polling it whole) (`LabSpi::sleep_until_rx_level`). A DMA transfer sleeps until the
-//! predicted end less how late this driver's timed waits wake up, on the
-//! block's interrupt line with only its error interrupt enabled, so that an
-//! error ends the sleep at once. Either way the caller polls the rest.
+//! CPU: the lead is most or all of the transfer, and waking ahead would
+//! cost more than polling it whole (`LabSpi::sleep_until_rx_level`). A DMA
+//! transfer sleeps until the predicted end less how late this driver's
+//! timed waits wake up, on the block's interrupt line with only its error
+//! interrupt enabled, so that an error ends the sleep at once. Either way the caller polls the rest.
 //!
 //! How early to wake is learnt as it goes ([`WakeLateness`], one for each
 //! way): the timer's starts from the delay layer's measured wake-up margin
