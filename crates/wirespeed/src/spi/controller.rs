@@ -109,8 +109,9 @@ pub enum Completion {
     /// then poll the rest: the CPU is free for most of a long transfer and
     /// no wake-up lands after its end. An error interrupt still ends the
     /// sleep early. A driver that cannot predict the end treats it as [`Irq`](Completion::Irq),
-    /// and so may one whose wake-ups take as long as the transfer (the lab
-    /// driver does, for a transfer that fits its FIFO): the core chose to
+    /// and so may one whose wake-ups take (nearly) as long as the transfer
+    /// (the lab driver does, for a transfer that fits its FIFO, when waking
+    /// ahead would spare less polling than a sleep costs): the core chose to
     /// sleep, and polling the whole transfer would spend the CPU it chose to save.
     Timed,
 }

@@ -7,7 +7,8 @@
 //! cost more than polling it whole (`LabSpi::sleep_until_rx_level`). A DMA
 //! transfer sleeps until the predicted end less how late this driver's
 //! timed waits wake up, on the block's interrupt line with only its error
-//! interrupt enabled, so that an error ends the sleep at once. Either way the caller polls the rest.
+//! interrupt enabled, so that an error ends the sleep at once. Either way
+//! the caller polls the rest.
 //!
 //! How early to wake is learnt as it goes ([`WakeLateness`], one for each
 //! way): the timer's starts from the delay layer's measured wake-up margin
