@@ -28,7 +28,8 @@ type Lows = (Option<Instant>, Vec<(Instant, Instant)>);
 #[derive(Default)]
 pub struct LowProbe {
     fell: Mutex<Lows>,
-    late: Mutex<Vec<u64>>,
+    /// Per fall: its instant and how late (ns) the lab drove it.
+    late: Mutex<Vec<(Instant, u64)>>,
 }
 
 impl PinSink for LowProbe {
@@ -37,7 +38,7 @@ impl PinSink for LowProbe {
         if !high {
             g.0.get_or_insert(at);
             // The lab's interrupt thread drives the pin: how late it ran.
-            self.late.lock().unwrap_or_else(|e| e.into_inner()).push(now().ns_since(at));
+            self.late.lock().unwrap_or_else(|e| e.into_inner()).push((at, now().ns_since(at)));
         } else if let Some(f) = g.0.take() {
             g.1.push((f, at));
         }
@@ -47,7 +48,14 @@ impl PinSink for LowProbe {
 impl LowProbe {
     /// How late (ns) the lab's interrupt thread asserted INT, per assertion.
     pub fn lateness(&self) -> Vec<u64> {
-        self.late.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.late.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|&(_, n)| n).collect()
+    }
+
+    /// How late (ns) the lab's interrupt thread drove the fall at `fell`
+    /// (an instant [`LowProbe::intervals`] gives), if the probe saw it.
+    pub fn lateness_of(&self, fell: Instant) -> Option<u64> {
+        let late = self.late.lock().unwrap_or_else(|e| e.into_inner());
+        late.iter().rev().find(|&&(at, _)| at == fell).map(|&(_, n)| n)
     }
 
     /// (fell, rose) of each low interval so far.

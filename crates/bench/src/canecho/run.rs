@@ -293,6 +293,10 @@ pub struct Timed {
     pub transfers_per_frame: Vec<u64>,
     /// Per echo: RX EOF → INT asserted, INT → first CS, first CS → echo SOF (µs).
     pub breakdown_us: [Vec<f64>; 3],
+    /// Per echo, INT → first CS split in two (µs): how late the lab's
+    /// interrupt thread drove INT (no software could see it before), and
+    /// the rest, from that drive to the driver's first CS.
+    pub int_split_us: [Vec<f64>; 2],
     /// Per echo: the least gap the transfers this driver made for it allow
     /// ([`driver_floor_ns`]), µs.
     pub driver_floor_us: Vec<f64>,
@@ -329,6 +333,9 @@ impl Timed {
         s.cs_to_clock_us.extend(o.cs_to_clock_us);
         s.cs_high_gap_us.extend(o.cs_high_gap_us);
         for (a, b) in s.breakdown_us.iter_mut().zip(o.breakdown_us) {
+            a.extend(b);
+        }
+        for (a, b) in s.int_split_us.iter_mut().zip(o.int_split_us) {
             a.extend(b);
         }
         s.driver_floor_us.extend(o.driver_floor_us);
@@ -439,6 +446,12 @@ pub fn timed(
             out.breakdown_us.iter_mut().zip([us(eof, int), us(int, first.asserted_at), us(first.asserted_at, sof)])
         {
             v.push(x);
+        }
+        if let Some(late) = rig.probe.lateness_of(int) {
+            let to_cs = first.asserted_at.ns_since(int);
+            let late = late.min(to_cs);
+            out.int_split_us[0].push(late as f64 / 1e3);
+            out.int_split_us[1].push((to_cs - late) as f64 / 1e3);
         }
     }
     out.int_delivery_us = rig.probe.lateness().iter().map(|&n| n as f64 / 1e3).collect();
