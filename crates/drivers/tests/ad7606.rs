@@ -216,17 +216,33 @@ fn predicted_busy_reads_the_right_values() {
     assert_eq!((s.reads_during_busy, s.missed_conversions, s.conversions), (0, 0, 20));
 }
 
+/// Waits until the sampler has pushed `n` sets into its ring (they stay
+/// there), or fails after a deadline far beyond any host's stall: how fast
+/// the sets come is the host's, what they hold is the test's.
+fn wait_for_sets(cont: &ad7606::Continuous, n: u64) {
+    let deadline = now().add_ns(10_000_000_000);
+    while cont.ring().pushed() < n {
+        assert!(now() < deadline, "only {} sets in 10 s", cont.ring().pushed());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn continuous_sampling_fills_the_ring_with_timestamped_sets() {
     let r = rig(1);
     r.part.set_all_signals(Signal::Dc(0.5));
     let adc = r.driver(1);
     let cont = adc.start_continuous(10_000.0, 4096).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
+    wait_for_sets(&cont, 100);
     let (adc, rep) = cont.stop().unwrap();
     assert!(rep.samples >= 100, "{rep:?}");
     assert_eq!(adc.samples(), rep.samples);
-    assert!(rep.achieved_hz() > 5_000.0 && rep.achieved_hz() < 10_500.0, "{rep:?}");
+    // Every period of the 100 µs grid is a set or a missed period (a host
+    // that stalls the sampler costs periods, never the grid), and no set
+    // comes before its period's deadline.
+    assert_eq!(rep.samples + rep.missed_periods, rep.periods, "{rep:?}");
+    assert!((rep.periods - 1) * rep.period_ns <= rep.elapsed_ns, "{rep:?}");
+    assert!(rep.achieved_hz() < 10_500.0, "{rep:?}");
 }
 
 #[test]
@@ -234,19 +250,18 @@ fn continuous_ring_drains_into_flat_arrays() {
     let r = rig(1);
     r.part.set_all_signals(Signal::Dc(0.5));
     let cont = r.driver(1).start_continuous(10_000.0, 64).unwrap();
-    std::thread::sleep(Duration::from_millis(30));
+    wait_for_sets(&cont, 64);
     let mut codes = vec![0i16; 64 * 8];
     let mut ts = vec![0u64; 64];
     let n = cont.ring().drain_into(&mut codes, &mut ts);
     let over = cont.overruns();
     let (_adc, rep) = cont.stop().unwrap();
-    assert!(n > 0);
+    assert_eq!(n, 64, "the ring held the 64 sets pushed");
     assert!(codes[..n * 8].iter().all(|&c| c == 1638), "{:?}", &codes[..16]);
     assert!(ts[..n].windows(2).all(|w| w[1] > w[0]));
-    if n > 1 {
-        // On the 100 µs grid, each set within a period of its deadline.
-        assert!((ts[n - 1] - ts[0]) / (n as u64 - 1) >= 90_000, "{:?}", &ts[..n]);
-    }
+    // On the 100 µs grid: no set before its period's deadline, and the
+    // first at most `max_lag` (1 ms by default) after its own.
+    assert!(ts[n - 1] - ts[0] + 1_000_000 >= (n as u64 - 1) * 100_000, "{:?}", &ts[..n]);
     assert!(rep.overruns() >= over);
 }
 
