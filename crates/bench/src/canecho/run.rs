@@ -449,6 +449,8 @@ pub fn timed(
         }
         if let Some(late) = rig.probe.lateness_of(int) {
             let to_cs = first.asserted_at.ns_since(int);
+            // A driver already busy with an earlier frame may select the
+            // chip before the lab gets to this INT: none of it is its own.
             let late = late.min(to_cs);
             out.int_split_us[0].push(late as f64 / 1e3);
             out.int_split_us[1].push((to_cs - late) as f64 / 1e3);
