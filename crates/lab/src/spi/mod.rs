@@ -178,9 +178,24 @@ impl SpiController {
     /// Pushes several words into `TXDATA`: the same as that many writes, each
     /// paying the register-access latency, under one lock of the model.
     pub fn write_fifo(&self, words: &[u32]) {
+        self.write_fifo_iter(words.iter().copied());
+    }
+
+    /// Pushes words of at most 8 bits, one a byte of `bytes`, into
+    /// `TXDATA` (Linux's `iowrite8_rep`): the same as that many writes, each
+    /// paying the register-access latency, under one lock of the model.
+    pub fn write_fifo_bytes(&self, bytes: &[u8]) {
+        self.write_fifo_iter(bytes.iter().map(|&b| u32::from(b)));
+    }
+
+    /// [`write_fifo`](SpiController::write_fifo) for words taken as they
+    /// come (Linux's `iowrite8_rep` and its kind, from a buffer or a fill
+    /// value): no slice of them needs to be built first. `words` runs under
+    /// the model's lock.
+    pub fn write_fifo_iter(&self, words: impl IntoIterator<Item = u32>) {
         let latency_ns = self.shared.latency_ns;
         update(&self.shared, |m| {
-            for &w in words {
+            for w in words {
                 delay_ns(latency_ns);
                 m.write(regs::TXDATA, w);
             }

@@ -381,3 +381,24 @@ fn fifo_reads_pop_what_as_many_reads_would_and_flag_an_underflow_as_they_do() {
     assert_eq!(got, [0x44, 0x55, 0]);
     assert_ne!(block.read(STATUS) & STATUS_ERR, 0, "an empty FIFO read is an error");
 }
+
+#[test]
+fn fifo_writes_of_bytes_or_an_iterator_push_what_as_many_writes_would_and_flag_an_overflow_as_they_do() {
+    let (_lab, block) = block_with(LabConfig { instant_wire: true, ..LabConfig::default() }, Default::default());
+    let depth = block.read(FIFOSIZE);
+    block.write(XFERLEN, 3);
+    block.write_fifo_bytes(&[0x11, 0x22, 0x33]);
+    assert_eq!(tx_level(block.read(STATUS)), 3);
+    block.write(START, START_GO);
+    assert_ne!(wait_done(&block) & STATUS_DONE, 0);
+    let mut got = [0u8; 3];
+    block.read_fifo_bytes(&mut got);
+    assert_eq!(got, [0x11, 0x22, 0x33], "the loopback echoes the words in order");
+    assert_eq!(block.read(STATUS) & STATUS_ERR, 0);
+    // One word more than the FIFO holds: the last push overflows, as a single write would.
+    block.write(RESET, 1);
+    block.write(XFERLEN, depth + 1);
+    block.write_fifo_iter(std::iter::repeat_n(0x5A, depth as usize + 1));
+    let s = block.read(STATUS);
+    assert_eq!((tx_level(s), s & STATUS_ERR), (depth, STATUS_ERR), "a push into a full FIFO: {s:#x}");
+}

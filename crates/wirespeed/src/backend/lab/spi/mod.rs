@@ -34,7 +34,6 @@ pub struct LabSpi {
     fifo_bytes: usize,
     /// Words already pushed for the next burst by `preload`.
     preloaded: usize,
-    words_buf: Vec<u32>,
     /// One word's wire time at the clock and word size last configured.
     word_ns: u64,
     /// The domain the block's DMA engine works in (`None`: PIO only).
@@ -163,7 +162,6 @@ impl LabSpi {
             caps,
             fifo_bytes,
             preloaded: 0,
-            words_buf: Vec::with_capacity(fifo_bytes),
             word_ns: word_ns(8, 2, base_hz),
             dma,
             lateness: timed::WakeLateness::default(),
@@ -186,17 +184,15 @@ impl LabSpi {
     }
 
     /// Pushes words `words` of `tx` (zeros for a read) into the TX FIFO.
-    fn push(&mut self, tx: Option<&[u8]>, words: Range<usize>, wb: usize) {
+    fn push(&self, tx: Option<&[u8]>, words: Range<usize>, wb: usize) {
         if words.is_empty() {
             return;
         }
-        self.words_buf.clear();
         match tx {
-            None => self.words_buf.resize(words.len(), 0),
-            Some(b) if wb == 1 => self.words_buf.extend(b[words].iter().map(|&x| u32::from(x))),
-            Some(b) => self.words_buf.extend(words.map(|i| tx_word(b, i, wb))),
+            None => self.block.write_fifo_iter(std::iter::repeat_n(0, words.len())),
+            Some(b) if wb == 1 => self.block.write_fifo_bytes(&b[words]),
+            Some(b) => self.block.write_fifo_iter(words.map(|i| tx_word(b, i, wb))),
         }
-        self.block.write_fifo(&self.words_buf);
     }
 
     /// Shifts words `words` of `data` as one burst (at most
