@@ -951,15 +951,15 @@ mod tests {
                 assert!(v["gap_breakdown_us"][k].is_number(), "{p}.gap_breakdown_us.{k} missing: {v}");
             }
         }
-        // INT → first CS, split into the lab's lateness and the rest, echo
-        // by echo: the probe saw every echo's RX INT, and the parts add up.
+        // INT → first CS, split into the lab's lateness and the rest: the
+        // probe saw every echo's RX INT, and the driver, which can see INT
+        // only after the probe has, selects the chip after that (a split
+        // that took another fall's lateness, or none, would read 0 here).
         for (p, pr) in [("classic", &r.classic), ("linux69", &r.linux69), ("fast", &r.fast)] {
             let t = &pr.timed;
             let [late, rest] = &t.int_split_us;
             assert_eq!(late.len(), t.breakdown_us[1].len(), "{p}: an echo's INT the probe did not see");
-            for ((l, r), whole) in late.iter().zip(rest).zip(&t.breakdown_us[1]) {
-                assert!(*l >= 0.0 && *r >= 0.0 && (l + r - whole).abs() < 1e-6, "{p}: {l} + {r} µs is not {whole}");
-            }
+            assert!(median(rest) > 0.0, "{p}: the driver selected the chip before the lab drove INT: {rest:?}");
         }
         // A limit is a limit: no echo comes in under it. (This driver moves
         // 408 bits over SPI before its request takes effect — the flag

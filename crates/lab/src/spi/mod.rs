@@ -206,27 +206,23 @@ impl SpiController {
     /// one byte each (Linux's `ioread8_rep`): the same as that many reads,
     /// each paying the register-access latency, under one lock of the model.
     pub fn read_fifo_bytes(&self, out: &mut [u8]) {
-        let mut bytes = out.iter_mut();
-        self.pop_rx(bytes.len(), |w| {
-            if let Some(b) = bytes.next() {
-                *b = w as u8;
-            }
-        });
+        self.pop_rx(out, |b, w| *b = w as u8);
     }
 
     /// Pops `n` words from `RXDATA` and drops them (a write's answers): the
     /// same as that many reads, under one lock of the model.
     pub fn drop_fifo(&self, n: usize) {
-        self.pop_rx(n, |_| {});
+        self.pop_rx(0..n, |_, _| {});
     }
 
+    /// One `RXDATA` read per item of `into`, handed to `each` with its word.
     #[inline]
-    fn pop_rx(&self, n: usize, mut each: impl FnMut(u32)) {
+    fn pop_rx<T>(&self, into: impl IntoIterator<Item = T>, mut each: impl FnMut(T, u32)) {
         let latency_ns = self.shared.latency_ns;
         update(&self.shared, |m| {
-            for _ in 0..n {
+            for item in into {
                 delay_ns(latency_ns);
-                each(m.read(regs::RXDATA));
+                each(item, m.read(regs::RXDATA));
             }
         });
     }

@@ -94,10 +94,10 @@ impl SpiState {
 
     /// CS went high at `at`: finish the access.
     pub fn deselect(core: &mut Core, at: Instant) {
-        let s = std::mem::take(&mut core.spi);
+        let mut s = std::mem::take(&mut core.spi);
         // Each byte's changes reached the pins as it shifted (`exchange`):
         // only what this edge does can move them now.
-        let stale = s.pins_stale || s.flags_changed;
+        let stale = s.take_pins_stale();
         let moved = match s.instr {
             // Asleep, the instruction is ignored (and counted).
             INSTR_RESET if s.bytes == 2 && s.phase != Phase::Ignore && !core.reset_ignored() => {
