@@ -16,6 +16,9 @@ mod dma_tests;
 mod faults;
 #[cfg(test)]
 mod faults_tests;
+mod fifo_run;
+#[cfg(test)]
+mod fifo_tests;
 mod lane;
 mod model;
 pub mod regs;
@@ -194,12 +197,7 @@ impl SpiController {
     /// the model's lock.
     pub fn write_fifo_iter(&self, words: impl IntoIterator<Item = u32>) {
         let latency_ns = self.shared.latency_ns;
-        update(&self.shared, |m| {
-            for w in words {
-                delay_ns(latency_ns);
-                m.write(regs::TXDATA, w);
-            }
-        });
+        update(&self.shared, |m| m.write_tx(words, || delay_ns(latency_ns)));
     }
 
     /// Pops `out.len()` words of at most 8 bits from `RXDATA` into `out`,
@@ -217,14 +215,9 @@ impl SpiController {
 
     /// One `RXDATA` read per item of `into`, handed to `each` with its word.
     #[inline]
-    fn pop_rx<T>(&self, into: impl IntoIterator<Item = T>, mut each: impl FnMut(T, u32)) {
+    fn pop_rx<T>(&self, into: impl IntoIterator<Item = T>, each: impl FnMut(T, u32)) {
         let latency_ns = self.shared.latency_ns;
-        update(&self.shared, |m| {
-            for item in into {
-                delay_ns(latency_ns);
-                each(item, m.read(regs::RXDATA));
-            }
-        });
+        update(&self.shared, |m| m.read_rx(into, || delay_ns(latency_ns), each));
     }
 
     /// Loads a DMA descriptor: writes `DMATX_*` and `DMARX_*` and sets

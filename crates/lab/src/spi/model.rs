@@ -4,12 +4,14 @@
 //! the model to the access's instant, working out which words have started and
 //! finished since the last access (word k starts at the latest of: the end of
 //! word k−1, the instant it was pushed, and the instant the RX FIFO had room
-//! for it) and handing finished words to the selected device. A DMA burst
+//! for it) and handing finished words to the selected device, a run of words
+//! back to back in one call ([`Ended`]). A DMA burst
 //! is worked out by the block's [`DmaEngine`] instead of the FIFOs.
 
 use super::dma::{DmaEngine, Step};
 use super::dma_memory::Chunk;
 use super::faults::InjectedFaults;
+use super::fifo_run::{Ended, FifoRun};
 use super::lane::Lane;
 use super::regs::*;
 use super::{SpiControllerConfig, SpiDeviceModel};
@@ -97,7 +99,7 @@ impl Analyser {
     }
 }
 
-struct External {
+pub(super) struct External {
     device: Box<dyn SpiDeviceModel>,
     selected: bool,
     /// The SCLK last reported to the device (0: never).
@@ -135,6 +137,7 @@ pub(super) struct Model {
     /// poll during a burst does not clear kilobytes of stack).
     byte_chunk: Chunk<u8>,
     word_chunk: Chunk<u32>,
+    fifo_run: Box<FifoRun>,
     pub(super) faults: InjectedFaults,
     /// When the pending interrupt check runs (a check that finds the
     /// state changed is harmless, so a superseded one is never cancelled).
@@ -197,11 +200,11 @@ enum Chunked {
 
 /// The block's wires: its chip select, the devices on it and the
 /// analyser, borrowed apart from the rest of the model.
-struct Wires<'a> {
-    cs: u32,
-    devices: &'a mut [Option<Box<dyn SpiDeviceModel>>],
-    external: &'a mut [External],
-    analyser: &'a mut Analyser,
+pub(super) struct Wires<'a> {
+    pub(super) cs: u32,
+    pub(super) devices: &'a mut [Option<Box<dyn SpiDeviceModel>>],
+    pub(super) external: &'a mut [External],
+    pub(super) analyser: &'a mut Analyser,
 }
 
 impl Wires<'_> {
@@ -216,7 +219,7 @@ impl Wires<'_> {
     /// FIFO path's one-word calls cost about 70 more instructions a word
     /// (callgrind, `scripts/instructions`).
     #[inline(always)]
-    fn shift<W: Lane>(
+    pub(super) fn shift<W: Lane>(
         &mut self,
         mosi: &[W],
         miso: &mut [W],
@@ -299,6 +302,7 @@ impl Model {
             dma: DmaEngine::new(),
             byte_chunk: Chunk::new(),
             word_chunk: Chunk::new(),
+            fifo_run: FifoRun::new(),
             faults: InjectedFaults::default(),
             check_at: None,
             seen: Instant::ZERO,
@@ -340,46 +344,41 @@ impl Model {
         if b.stalled {
             return;
         }
-        loop {
-            while let Some(f) = self.inflight.front() {
-                if f.end > t {
-                    break;
-                }
-                let f = self.inflight.pop_front().expect("front exists");
-                let (mut miso, mut unheard) = ([0u32], [0u32]);
-                let word = (b.bits, f.start, b.word_ns);
-                let mut wires = Wires {
-                    cs: self.cs,
-                    devices: &mut self.devices,
-                    external: &mut self.external,
-                    analyser: &mut self.analyser,
-                };
-                wires.shift(&[f.mosi], &mut miso, &mut unheard, word);
-                self.rx.push_back(miso[0] & word_mask(b.bits));
-                b.done += 1;
-                if b.done == b.len {
-                    self.done_flag = true;
-                }
-            }
-            if b.scheduled == b.len || self.tx.is_empty() {
-                break;
-            }
-            if b.scheduled - self.popped_in_burst >= depth {
+        let Model { cs, devices, external, analyser, tx, inflight, rx, fifo_run, popped_in_burst, done_flag, .. } =
+            self;
+        let wires = Wires { cs: *cs, devices, external, analyser };
+        let mut ended = Ended::new(wires, fifo_run, rx, (b.bits, b.word_ns));
+        while let Some(f) = inflight.front().filter(|f| f.end <= t) {
+            ended.word(f.mosi, f.start, f.end);
+            inflight.pop_front();
+        }
+        // Scheduling a word waits for its push and for RX room, never for
+        // an earlier word to end. A word that ended by `t`, with none still
+        // shifting before it, goes straight to the devices.
+        while b.scheduled < b.len {
+            let Some(&(mosi, pushed)) = tx.front() else { break };
+            if b.scheduled - *popped_in_burst >= depth {
                 b.rx_stalled = true;
                 break;
             }
-            let (mosi, pushed) = self.tx.pop_front().expect("tx not empty");
+            tx.pop_front();
             let mut start = b.last_end.max(pushed);
             if b.rx_stalled {
                 start = start.max(t);
                 b.rx_stalled = false;
             }
             let end = start.add_ns(b.word_ns);
-            self.inflight.push_back(InFlight { mosi, start, end });
+            if end <= t && inflight.is_empty() {
+                ended.word(mosi, start, end);
+            } else {
+                inflight.push_back(InFlight { mosi, start, end });
+            }
             b.last_end = end;
             b.scheduled += 1;
         }
+        b.done += ended.finish();
         if b.done == b.len {
+            *done_flag = true;
             self.burst = None;
         }
     }
@@ -526,6 +525,55 @@ impl Model {
             }
             DMACTRL | DMATX_LO | DMATX_HI | DMARX_LO | DMARX_HI => self.dma.read(reg),
             _ => 0,
+        }
+    }
+
+    /// One `RXDATA` read per item of `into`, handed to `each` with its
+    /// word, `before_each` run before each read (the register's latency):
+    /// the same as that many [`read`](Model::read)s.
+    pub(super) fn read_rx<T>(
+        &mut self,
+        into: impl IntoIterator<Item = T>,
+        mut before_each: impl FnMut(),
+        mut each: impl FnMut(T, u32),
+    ) {
+        for item in into {
+            before_each();
+            // As `read`: a word already there pops without the clock, unless
+            // the pop releases a shifter stalled on a full FIFO.
+            let stalled = self.burst.as_ref().is_some_and(|b| b.rx_stalled);
+            let ready = if stalled { None } else { self.rx.pop_front() };
+            let w = match ready {
+                Some(w) => {
+                    self.popped_in_burst += 1;
+                    w
+                }
+                None => self.read(RXDATA),
+            };
+            each(item, w);
+        }
+    }
+
+    /// `words` written to `TXDATA` one after another, `before_each` run
+    /// before each write (the register's latency): the same as that many
+    /// [`write`](Model::write)s. Before a burst starts, the pushes need no
+    /// clock and the FIFO's depth cannot change between them.
+    pub(super) fn write_tx(&mut self, words: impl IntoIterator<Item = u32>, mut before_each: impl FnMut()) {
+        if self.burst.is_some() {
+            for w in words {
+                before_each();
+                self.write(TXDATA, w);
+            }
+            return;
+        }
+        let depth = self.current_depth() as usize;
+        for w in words {
+            before_each();
+            if self.tx.len() >= depth {
+                self.err = true;
+            } else {
+                self.tx.push_back((w, Instant::ZERO));
+            }
         }
     }
 
