@@ -99,7 +99,9 @@ fn words_after_a_full_rx_fifo_start_when_a_pop_makes_room_and_reach_the_device_t
     block.write(CLKDIV, 50);
     block.write(XFERLEN, 12);
     block.write_fifo(&[0, 1, 2, 3]);
+    let before_start = now();
     block.write(START, START_GO);
+    let after_start = now();
     let mut next = 4u32;
     let mut echoed = Vec::new();
     let mut pops = Vec::new();
@@ -125,6 +127,14 @@ fn words_after_a_full_rx_fifo_start_when_a_pop_makes_room_and_reach_the_device_t
     let seen = recorder.words();
     assert_eq!(seen, traced_starts(&block));
     assert_eq!(seen.iter().map(|&(m, _)| m).collect::<Vec<_>>(), (0..12).collect::<Vec<_>>());
+    assert!(
+        seen[0].1 >= before_start && seen[0].1 <= after_start,
+        "the first word starts at START: {:?} not within {before_start:?}..={after_start:?}",
+        seen[0].1
+    );
+    for (k, &(m, start)) in seen.iter().enumerate().take(4) {
+        assert_eq!(start.ns_since(seen[0].1), k as u64 * 2_000, "preloaded word {m} shifts back to back");
+    }
     for pair in seen.windows(2) {
         assert!(pair[1].1.ns_since(pair[0].1) >= 2_000, "word {} starts before word {} ended", pair[1].0, pair[0].0);
     }
