@@ -32,6 +32,13 @@ impl<W: Lane> Chunk<W> {
         Chunk { mosi: buf(), miso: buf(), unheard: buf() }
     }
 
+    /// The chunk's rooms, for words that are not in host memory (a FIFO
+    /// burst's, [`Ended`](super::fifo_run::Ended)): what is sent, the
+    /// answers, the unheard answers; [`Lane::CHUNK`] words each.
+    pub fn rooms(&mut self) -> (&mut [W], &mut [W], &mut [W]) {
+        (&mut self.mosi, &mut self.miso, &mut self.unheard)
+    }
+
     /// Shifts `n` words (at most [`Lane::CHUNK`]) of the memory at `at`:
     /// `wires` gets what is sent, the room for the answers and the room
     /// for unheard ones; the answers are then stored less the bits outside `mask`.

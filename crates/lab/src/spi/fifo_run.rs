@@ -2,28 +2,21 @@
 //! words back to back, each run handed to the selected devices (and the
 //! analyser) in one call, so that a burst costs the emulation a call a run
 //! rather than one a word. A run is what the words one by one would have
-//! shown the devices: the same words, each at its own instant.
+//! shown the devices: the same words, each at its own instant. The run is
+//! gathered in the block's 32-bit DMA [`Chunk`]: a FIFO burst and a DMA
+//! burst never run together.
 
+use super::dma_memory::Chunk;
+use super::lane::Lane;
 use super::model::{word_mask, Wires};
 use std::collections::VecDeque;
 use wirespeed_time::Instant;
-
-/// Words a FIFO burst hands the devices in one call, at most.
-const FIFO_RUN: usize = 64;
-
-/// Room for a run of FIFO words on their way to the devices (allocated once,
-/// with the model: a poll does not clear it on the stack).
-pub(super) struct FifoRun {
-    mosi: [u32; FIFO_RUN],
-    miso: [u32; FIFO_RUN],
-    unheard: [u32; FIFO_RUN],
-}
 
 /// FIFO words that ended, gathered into runs of words back to back so
 /// that each run reaches the devices (and the analyser) in one call.
 pub(super) struct Ended<'a> {
     wires: Wires<'a>,
-    room: &'a mut FifoRun,
+    room: &'a mut Chunk<u32>,
     rx: &'a mut VecDeque<u32>,
     bits: u8,
     word_ns: u64,
@@ -41,7 +34,7 @@ impl<'a> Ended<'a> {
     /// answers go to `rx`.
     pub(super) fn new(
         wires: Wires<'a>,
-        room: &'a mut FifoRun,
+        room: &'a mut Chunk<u32>,
         rx: &'a mut VecDeque<u32>,
         (bits, word_ns): (u8, u64),
     ) -> Ended<'a> {
@@ -50,13 +43,13 @@ impl<'a> Ended<'a> {
 
     /// A word that shifted from `start` to `end`.
     pub(super) fn word(&mut self, mosi: u32, start: Instant, end: Instant) {
-        if self.n == FIFO_RUN || (self.n > 0 && start != self.next) {
+        if self.n == u32::CHUNK || (self.n > 0 && start != self.next) {
             self.hand_over();
         }
         if self.n == 0 {
             self.start = start;
         }
-        self.room.mosi[self.n] = mosi;
+        self.room.rooms().0[self.n] = mosi;
         self.n += 1;
         self.next = end;
     }
@@ -73,17 +66,11 @@ impl<'a> Ended<'a> {
         if n == 0 {
             return;
         }
-        let FifoRun { mosi, miso, unheard } = &mut *self.room;
+        let (mosi, miso, unheard) = self.room.rooms();
         self.wires.shift(&mosi[..n], &mut miso[..n], &mut unheard[..n], (self.bits, self.start, self.word_ns));
         let mask = word_mask(self.bits);
         self.rx.extend(miso[..n].iter().map(|&w| w & mask));
         self.count += n as u32;
         self.n = 0;
-    }
-}
-
-impl FifoRun {
-    pub(super) fn new() -> Box<FifoRun> {
-        Box::new(FifoRun { mosi: [0; FIFO_RUN], miso: [0; FIFO_RUN], unheard: [0; FIFO_RUN] })
     }
 }

@@ -11,7 +11,7 @@
 use super::dma::{DmaEngine, Step};
 use super::dma_memory::Chunk;
 use super::faults::InjectedFaults;
-use super::fifo_run::{Ended, FifoRun};
+use super::fifo_run::Ended;
 use super::lane::Lane;
 use super::regs::*;
 use super::{SpiControllerConfig, SpiDeviceModel};
@@ -99,7 +99,7 @@ impl Analyser {
     }
 }
 
-pub(super) struct External {
+struct External {
     device: Box<dyn SpiDeviceModel>,
     selected: bool,
     /// The SCLK last reported to the device (0: never).
@@ -134,10 +134,10 @@ pub(super) struct Model {
     pub(super) power_ups: u64,
     pub(super) dma: DmaEngine,
     /// The DMA chunks being worked out, one per width (allocated once: a
-    /// poll during a burst does not clear kilobytes of stack).
+    /// poll during a burst does not clear kilobytes of stack); the 32-bit
+    /// one also gathers a FIFO burst's runs of words ([`Ended`]).
     byte_chunk: Chunk<u8>,
     word_chunk: Chunk<u32>,
-    fifo_run: Box<FifoRun>,
     pub(super) faults: InjectedFaults,
     /// When the pending interrupt check runs (a check that finds the
     /// state changed is harmless, so a superseded one is never cancelled).
@@ -201,10 +201,10 @@ enum Chunked {
 /// The block's wires: its chip select, the devices on it and the
 /// analyser, borrowed apart from the rest of the model.
 pub(super) struct Wires<'a> {
-    pub(super) cs: u32,
-    pub(super) devices: &'a mut [Option<Box<dyn SpiDeviceModel>>],
-    pub(super) external: &'a mut [External],
-    pub(super) analyser: &'a mut Analyser,
+    cs: u32,
+    devices: &'a mut [Option<Box<dyn SpiDeviceModel>>],
+    external: &'a mut [External],
+    analyser: &'a mut Analyser,
 }
 
 impl Wires<'_> {
@@ -302,7 +302,6 @@ impl Model {
             dma: DmaEngine::new(),
             byte_chunk: Chunk::new(),
             word_chunk: Chunk::new(),
-            fifo_run: FifoRun::new(),
             faults: InjectedFaults::default(),
             check_at: None,
             seen: Instant::ZERO,
@@ -344,10 +343,10 @@ impl Model {
         if b.stalled {
             return;
         }
-        let Model { cs, devices, external, analyser, tx, inflight, rx, fifo_run, popped_in_burst, done_flag, .. } =
+        let Model { cs, devices, external, analyser, tx, inflight, rx, word_chunk, popped_in_burst, done_flag, .. } =
             self;
         let wires = Wires { cs: *cs, devices, external, analyser };
-        let mut ended = Ended::new(wires, fifo_run, rx, (b.bits, b.word_ns));
+        let mut ended = Ended::new(wires, word_chunk, rx, (b.bits, b.word_ns));
         while let Some(f) = inflight.front().filter(|f| f.end <= t) {
             ended.word(f.mosi, f.start, f.end);
             inflight.pop_front();
@@ -481,30 +480,7 @@ impl Model {
                 self.advance(t);
                 self.status(t)
             }
-            RXDATA => {
-                // A word already in the RX FIFO can be popped without knowing
-                // the time, unless the pop releases a shifter stalled on a full FIFO.
-                let stalled = self.burst.as_ref().is_some_and(|b| b.rx_stalled);
-                if !stalled {
-                    if let Some(w) = self.rx.pop_front() {
-                        self.popped_in_burst += 1;
-                        return w;
-                    }
-                }
-                let t = now();
-                self.advance(t);
-                match self.rx.pop_front() {
-                    Some(w) => {
-                        self.popped_in_burst += 1;
-                        self.advance(t);
-                        w
-                    }
-                    None => {
-                        self.err = true;
-                        0
-                    }
-                }
-            }
+            RXDATA => self.pop_rx(),
             IRQSTAT => {
                 self.advance(now());
                 self.irq_pending()
@@ -530,7 +506,7 @@ impl Model {
 
     /// One `RXDATA` read per item of `into`, handed to `each` with its
     /// word, `before_each` run before each read (the register's latency):
-    /// the same as that many [`read`](Model::read)s.
+    /// that many [`read`](Model::read)s without the register dispatch.
     pub(super) fn read_rx<T>(
         &mut self,
         into: impl IntoIterator<Item = T>,
@@ -539,61 +515,80 @@ impl Model {
     ) {
         for item in into {
             before_each();
-            // As `read`: a word already there pops without the clock, unless
-            // the pop releases a shifter stalled on a full FIFO.
-            let stalled = self.burst.as_ref().is_some_and(|b| b.rx_stalled);
-            let ready = if stalled { None } else { self.rx.pop_front() };
-            let w = match ready {
-                Some(w) => {
-                    self.popped_in_burst += 1;
-                    w
-                }
-                None => self.read(RXDATA),
-            };
-            each(item, w);
+            each(item, self.pop_rx());
         }
     }
 
     /// `words` written to `TXDATA` one after another, `before_each` run
-    /// before each write (the register's latency): the same as that many
-    /// [`write`](Model::write)s. Before a burst starts, the pushes need no
-    /// clock and the FIFO's depth cannot change between them.
+    /// before each write (the register's latency): that many
+    /// [`write`](Model::write)s without the register dispatch.
     pub(super) fn write_tx(&mut self, words: impl IntoIterator<Item = u32>, mut before_each: impl FnMut()) {
-        if self.burst.is_some() {
-            for w in words {
-                before_each();
-                self.write(TXDATA, w);
-            }
-            return;
-        }
-        let depth = self.current_depth() as usize;
+        // Pushes start no burst: without one the depth holds for them all.
+        let idle_depth = self.current_depth();
         for w in words {
             before_each();
-            if self.tx.len() >= depth {
+            self.push_tx(w, idle_depth);
+        }
+    }
+
+    /// A read of `RXDATA`.
+    #[inline(always)]
+    fn pop_rx(&mut self) -> u32 {
+        // A word already in the RX FIFO can be popped without knowing
+        // the time, unless the pop releases a shifter stalled on a full FIFO.
+        let stalled = self.burst.as_ref().is_some_and(|b| b.rx_stalled);
+        if !stalled {
+            if let Some(w) = self.rx.pop_front() {
+                self.popped_in_burst += 1;
+                return w;
+            }
+        }
+        let t = now();
+        self.advance(t);
+        match self.rx.pop_front() {
+            Some(w) => {
+                self.popped_in_burst += 1;
+                self.advance(t);
+                w
+            }
+            None => {
                 self.err = true;
-            } else {
-                self.tx.push_back((w, Instant::ZERO));
+                0
             }
         }
     }
 
+    /// A write of `v` to `TXDATA`; `idle_depth` is the FIFO's depth while
+    /// no burst runs ([`Model::current_depth`] then).
+    #[inline(always)]
+    fn push_tx(&mut self, v: u32, idle_depth: u32) {
+        if self.burst.is_none() {
+            // Pushes before a burst starts need no timestamp: they wait for START.
+            self.enqueue_tx(v, Instant::ZERO, idle_depth);
+            return;
+        }
+        let t = now();
+        self.advance(t);
+        if self.enqueue_tx(v, t, self.current_depth()) {
+            self.advance(t);
+        }
+    }
+
+    /// Puts `v`, pushed at `t`, in the TX FIFO if it has room below
+    /// `depth` (else flags the overflow); says whether it did.
+    #[inline(always)]
+    fn enqueue_tx(&mut self, v: u32, t: Instant, depth: u32) -> bool {
+        if self.tx_level(t) as u32 >= depth {
+            self.err = true;
+            return false;
+        }
+        self.tx.push_back((v, t));
+        true
+    }
+
     pub(super) fn write(&mut self, reg: u32, v: u32) {
         match reg {
-            TXDATA => {
-                // Pushes before a burst starts need no timestamp: they wait for START.
-                let t = if self.burst.is_some() { now() } else { Instant::ZERO };
-                if self.burst.is_some() {
-                    self.advance(t);
-                }
-                if self.tx_level(t) as u32 >= self.current_depth() {
-                    self.err = true;
-                } else {
-                    self.tx.push_back((v, t));
-                    if self.burst.is_some() {
-                        self.advance(t);
-                    }
-                }
-            }
+            TXDATA => self.push_tx(v, self.current_depth()),
             START if v & START_GO != 0 => self.start(),
             CS => {
                 let v = v & (CS_LINE_MASK | CS_ASSERT);
