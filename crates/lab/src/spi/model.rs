@@ -323,7 +323,15 @@ impl Model {
     }
 
     fn current_depth(&self) -> u32 {
-        self.depth_words(self.burst.as_ref().map_or(bits_of(self.ctrl), |b| b.bits))
+        match &self.burst {
+            Some(b) => self.depth_words(b.bits),
+            None => self.idle_depth(),
+        }
+    }
+
+    /// The FIFO's depth while no burst runs: for the word size `CTRL` sets.
+    fn idle_depth(&self) -> u32 {
+        self.depth_words(bits_of(self.ctrl))
     }
 
     fn native_selected(&self) -> Option<usize> {
@@ -523,8 +531,9 @@ impl Model {
     /// before each write (the register's latency): that many
     /// [`write`](Model::write)s without the register dispatch.
     pub(super) fn write_tx(&mut self, words: impl IntoIterator<Item = u32>, mut before_each: impl FnMut()) {
-        // Pushes start no burst: without one the depth holds for them all.
-        let idle_depth = self.current_depth();
+        // Nothing here writes CTRL: the idle depth holds for every push
+        // (a burst running now may end between two of them).
+        let idle_depth = self.idle_depth();
         for w in words {
             before_each();
             self.push_tx(w, idle_depth);
@@ -558,8 +567,7 @@ impl Model {
         }
     }
 
-    /// A write of `v` to `TXDATA`; `idle_depth` is the FIFO's depth while
-    /// no burst runs ([`Model::current_depth`] then).
+    /// A write of `v` to `TXDATA`; `idle_depth` is [`Model::idle_depth`].
     #[inline(always)]
     fn push_tx(&mut self, v: u32, idle_depth: u32) {
         if self.burst.is_none() {
@@ -588,7 +596,7 @@ impl Model {
 
     pub(super) fn write(&mut self, reg: u32, v: u32) {
         match reg {
-            TXDATA => self.push_tx(v, self.current_depth()),
+            TXDATA => self.push_tx(v, self.idle_depth()),
             START if v & START_GO != 0 => self.start(),
             CS => {
                 let v = v & (CS_LINE_MASK | CS_ASSERT);
