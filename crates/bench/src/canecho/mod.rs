@@ -153,7 +153,14 @@
 //! CERRIF on the way back to error-active, the SPI clock limit, ECC, sleep,
 //! MAB errors); each policy reports `errata_recovered`, how many times one
 //! of the driver's workarounds fired (in the load run; `timed_errata_recovered`
-//! for the timed run). By default every policy also runs on the ideal chip
+//! for the timed run), and beside it what the chip did, from the lab's
+//! backdoor: `chip_errata_hits` (`timed_chip_errata_hits`), how many times
+//! each erratum changed what the driver saw, by counter (`tbc_read_crc`,
+//! `fifoci`, `cerrif_suppressed`, `spi_clock`, `ecc_sec`, `ecc_ded`,
+//! `reset_ignored`, `mab`; counted from the rig's start, the driver's setup
+//! included). A policy that reads FIFOSTA sooner after a store meets the
+//! `fifoci` erratum's window more often, so the counts differ by policy.
+//! By default every policy also runs on the ideal chip
 //! (errata off) right after its errata-on run, and the report gives those
 //! runs (`errata_off`) and what the errata changed in the ratios
 //! (`errata_effect_pct`); `--no-errata` runs the ideal chip alone.
@@ -174,7 +181,7 @@ use crate::table::Table;
 use run::{int_wait_json, int_wait_share, summary, Load, Timed};
 use serde_json::json;
 use wirespeed::spi::Policy;
-use wirespeed_lab::devices::mcp2518fd::Errata;
+use wirespeed_lab::devices::mcp2518fd::{Errata, ErrataHits};
 use wirespeed_time::realtime::{current_thread_cpus, pin_current_thread, CpuList, FifoGuard, FifoPriority};
 
 pub use rig::Traffic;
@@ -389,6 +396,8 @@ impl PolicyReport {
             "load_host_steal_pct": self.load.host_steal_pct.map(|p| round(p, 1)),
             "errata_recovered": self.load.errata_recovered,
             "timed_errata_recovered": self.timed.errata_recovered,
+            "chip_errata_hits": hits_json(self.load.errata_hits),
+            "timed_chip_errata_hits": hits_json(self.timed.errata_hits),
             "poll_below_us": self.load.poll_below_ns.map(|ns| r1(ns as f64 / 1e3)),
             "echo_thread_realtime": t.rounds > 0 && t.realtime_rounds == t.rounds,
         })
@@ -620,6 +629,11 @@ impl Runs {
     pub fn cpu_ratio_vs_linux69_with_lab_wakes(&self) -> f64 {
         self.fast.irq_cpu_pct() / self.linux69.irq_cpu_pct()
     }
+}
+
+/// The chip model's erratum counters as one JSON object, by name.
+fn hits_json(h: ErrataHits) -> serde_json::Value {
+    h.counts().into_iter().map(|(name, n)| (name.to_string(), json!(n))).collect()
 }
 
 /// Relative change from `base` to `x`, %.
@@ -1035,7 +1049,11 @@ mod tests {
             assert_eq!(j["errata_off"][p]["frames_echoed"], 20, "every frame echoed on the ideal chip too: {j}");
             assert_eq!(j["errata_off"][p]["payload_mismatches"], 0, "{j}");
             assert_eq!(j[p]["payload_mismatches"], 0, "errata on: {j}");
+            let off = j["errata_off"][p]["chip_errata_hits"].as_object().expect("an object of counters");
+            assert_eq!(off.len(), 8, "{off:?}");
+            assert!(off.values().all(|n| n == 0), "the ideal chip has no errata to hit: {off:?}");
         }
+        assert_eq!(j["fast"]["chip_errata_hits"]["fifoci"], r.fast.load.errata_hits.fifoci, "{j}");
         assert!(j["errata_effect_pct"]["cpu_ratio"].is_number(), "{j}");
         // classic sleeps on every transfer's interrupt: arming it wakes the
         // lab's interrupt thread, and the lab counts what that cost.

@@ -10,6 +10,7 @@ use wirespeed_drivers::can::CanId;
 use wirespeed_drivers::mcp251xfd::{Config, IntWaitStats, Mcp251xfd};
 use wirespeed_lab::can::tools::pair_echoes;
 use wirespeed_lab::can::INTERMISSION_BITS;
+use wirespeed_lab::devices::mcp2518fd::ErrataHits;
 use wirespeed_lab::spi::{Clocked, SpiController};
 use wirespeed_lab::trace::{cs_windows, TraceEvent};
 use wirespeed_lab::WakeCost;
@@ -308,6 +309,10 @@ pub struct Timed {
     pub echo_cpu_pct: f64,
     /// How many times one of the driver's erratum workarounds fired.
     pub errata_recovered: u64,
+    /// How many times each of the chip model's errata changed what the
+    /// driver saw (the lab's backdoor, over the rig's life: the driver's
+    /// setup and the run).
+    pub errata_hits: ErrataHits,
     /// How the driver's INT waits ended.
     pub int_wait: IntWaitStats,
     /// Times the echo thread was preempted.
@@ -343,6 +348,7 @@ impl Timed {
         s.frames_echoed += o.frames_echoed;
         s.payload_mismatches += o.payload_mismatches;
         s.errata_recovered += o.errata_recovered;
+        s.errata_hits = s.errata_hits.plus(o.errata_hits);
         s.echo_preemptions += o.echo_preemptions;
         s.realtime_rounds += o.realtime_rounds;
         s.rounds += o.rounds;
@@ -402,6 +408,7 @@ pub fn timed(
         frames_sent: rig.gen.frames_sent(),
         echo_cpu_pct: echo.thread_cpu_ns as f64 * 100.0 / run_ns as f64,
         errata_recovered: echo.errata_recovered,
+        errata_hits: rig.model.errata_hits(),
         int_wait: echo.int_wait,
         echo_preemptions: echo.preempted,
         realtime_rounds: u64::from(echo.realtime),
@@ -495,6 +502,9 @@ pub struct Load {
     pub rx_dropped: u64,
     /// How many times one of the driver's erratum workarounds fired.
     pub errata_recovered: u64,
+    /// How many times each of the chip model's errata changed what the
+    /// driver saw (as [`Timed::errata_hits`]).
+    pub errata_hits: ErrataHits,
     /// Times the echo thread slept (or yielded): its voluntary context switches.
     pub echo_sleeps: u64,
     /// Times the echo thread was preempted.
@@ -534,6 +544,7 @@ impl Load {
             rx_overflows: self.rx_overflows + o.rx_overflows,
             rx_dropped: self.rx_dropped + o.rx_dropped,
             errata_recovered: self.errata_recovered + o.errata_recovered,
+            errata_hits: self.errata_hits.plus(o.errata_hits),
             echo_preemptions: self.echo_preemptions + o.echo_preemptions,
             echo_sleeps: self.echo_sleeps + o.echo_sleeps,
             int_wait: add_int_waits(self.int_wait, o.int_wait),
@@ -580,6 +591,7 @@ pub fn load(
         rx_overflows: out.rx_overflows,
         rx_dropped: out.rx_dropped,
         errata_recovered: out.errata_recovered,
+        errata_hits: rig.model.errata_hits(),
         echo_preemptions: out.preempted,
         echo_sleeps: out.slept,
         int_wait: out.int_wait,

@@ -101,6 +101,36 @@ pub struct ErrataHits {
     pub mab: u64,
 }
 
+impl ErrataHits {
+    /// Each counter with its field's name, in field order.
+    pub fn counts(&self) -> [(&'static str, u64); 8] {
+        [
+            ("tbc_read_crc", self.tbc_read_crc),
+            ("fifoci", self.fifoci),
+            ("cerrif_suppressed", self.cerrif_suppressed),
+            ("spi_clock", self.spi_clock),
+            ("ecc_sec", self.ecc_sec),
+            ("ecc_ded", self.ecc_ded),
+            ("reset_ignored", self.reset_ignored),
+            ("mab", self.mab),
+        ]
+    }
+
+    /// Both counts added, counter by counter.
+    pub fn plus(self, o: ErrataHits) -> ErrataHits {
+        ErrataHits {
+            tbc_read_crc: self.tbc_read_crc + o.tbc_read_crc,
+            fifoci: self.fifoci + o.fifoci,
+            cerrif_suppressed: self.cerrif_suppressed + o.cerrif_suppressed,
+            spi_clock: self.spi_clock + o.spi_clock,
+            ecc_sec: self.ecc_sec + o.ecc_sec,
+            ecc_ded: self.ecc_ded + o.ecc_ded,
+            reset_ignored: self.reset_ignored + o.reset_ignored,
+            mab: self.mab + o.mab,
+        }
+    }
+}
+
 /// A RAM fault to inject: one or two flipped bits in a stored word, which
 /// keeps its old ECC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,6 +16,29 @@ fn every_behaviour_is_on_by_default_and_named_in_field_order() {
 }
 
 #[test]
+fn hit_counts_are_named_by_their_fields_and_add_counter_by_counter() {
+    let a = ErrataHits {
+        tbc_read_crc: 1,
+        fifoci: 2,
+        cerrif_suppressed: 3,
+        spi_clock: 4,
+        ecc_sec: 5,
+        ecc_ded: 6,
+        reset_ignored: 7,
+        mab: 8,
+    };
+    let names: Vec<_> = a.counts().iter().map(|&(n, _)| n).collect();
+    assert_eq!(
+        names,
+        ["tbc_read_crc", "fifoci", "cerrif_suppressed", "spi_clock", "ecc_sec", "ecc_ded", "reset_ignored", "mab"]
+    );
+    assert_eq!(a.counts().map(|(_, c)| c), [1, 2, 3, 4, 5, 6, 7, 8]);
+    let sum = a.plus(ErrataHits { fifoci: 10, mab: 100, ..ErrataHits::default() });
+    assert_eq!(sum.counts().map(|(_, c)| c), [1, 12, 3, 4, 5, 6, 7, 108]);
+    assert_eq!(ErrataHits::default().plus(a), a);
+}
+
+#[test]
 fn the_backdoor_switches_behaviours_and_counts_hits() {
     let mut t = T::with(Mcp2518fdConfig::default(), Errata::ALL);
     t.ready();
