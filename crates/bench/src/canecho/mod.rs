@@ -95,10 +95,10 @@
 //!   probe's `sleep_cpu_us`), no software counted. The seed's 0.33
 //!   came from a 1.2 GHz Cortex-A53 whose kernel A spent ~120 µs of CPU
 //!   an echo beside a similar wire time (its IRQ thread alone); this
-//!   host's classic spent 53–73 µs in the full runs of 2026-11-28 (at
+//!   host's classic spent 44–73 µs in the full runs of 2026-11-28 (at
 //!   SCHED_FIFO 50, its pump thread's TX included; the driver's
 //!   `cs_change`s at 0 ns, as Linux's), so fast's wire alone (27.4 µs) is
-//!   0.37–0.52 of it, and 0.33 is out of reach of a policy that polls. Beside them, `load_host_steal_pct`: the CPU
+//!   0.37–0.62 of it, and 0.33 is out of reach of a policy that polls. Beside them, `load_host_steal_pct`: the CPU
 //!   time a hypervisor took from this machine during the run (`/proc/stat`). The lab's bus runs in real time while a
 //!   stolen CPU stands still, so frames lost under load follow steal.
 //!
