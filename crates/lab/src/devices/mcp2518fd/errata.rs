@@ -104,15 +104,18 @@ pub struct ErrataHits {
 impl ErrataHits {
     /// Each counter with its field's name, in field order.
     pub fn counts(&self) -> [(&'static str, u64); 8] {
+        // Destructured whole: a counter added to the struct must be added here.
+        let ErrataHits { tbc_read_crc, fifoci, cerrif_suppressed, spi_clock, ecc_sec, ecc_ded, reset_ignored, mab } =
+            *self;
         [
-            ("tbc_read_crc", self.tbc_read_crc),
-            ("fifoci", self.fifoci),
-            ("cerrif_suppressed", self.cerrif_suppressed),
-            ("spi_clock", self.spi_clock),
-            ("ecc_sec", self.ecc_sec),
-            ("ecc_ded", self.ecc_ded),
-            ("reset_ignored", self.reset_ignored),
-            ("mab", self.mab),
+            ("tbc_read_crc", tbc_read_crc),
+            ("fifoci", fifoci),
+            ("cerrif_suppressed", cerrif_suppressed),
+            ("spi_clock", spi_clock),
+            ("ecc_sec", ecc_sec),
+            ("ecc_ded", ecc_ded),
+            ("reset_ignored", reset_ignored),
+            ("mab", mab),
         ]
     }
 
